@@ -1,0 +1,93 @@
+# Compile-fail check, run by CTest as `cmake -D... -P cmake/compile_fail.cmake`
+# (registered by typeflow_compile_fail() in tests/CMakeLists.txt).
+#
+# Inputs (-D):
+#   CXX          the C++ compiler
+#   SOURCE       the source file to compile (with -fsyntax-only)
+#   FLAGS_FILE   one compiler argument per line (-std=..., -I..., -D...), written
+#                by file(GENERATE) from typeflow::typeflow's usage requirements
+#   EXTRA_FLAGS  optional ;-list of more arguments (the user's CMAKE_CXX_FLAGS)
+#   EXPECT       "fail": passes only if compiling with -D<DEFINE> fails and the
+#                first output line containing "error:" matches the regex in
+#                REGEX_FILE (a CMake regular expression: no \d, no lazy
+#                quantifiers; escape [ ] ( ) . * + ? | ^ $ with a backslash);
+#                "pass": passes only if compiling without the define succeeds.
+#   DEFINE       the macro that turns the error on (EXPECT=fail)
+#   REGEX_FILE   file holding the regex (EXPECT=fail)
+
+foreach(_var CXX SOURCE FLAGS_FILE EXPECT)
+  if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
+    message(FATAL_ERROR "compile_fail.cmake: ${_var} is not set")
+  endif()
+endforeach()
+
+set(_args)
+file(STRINGS "${FLAGS_FILE}" _lines)
+foreach(_line IN LISTS _lines)
+  string(STRIP "${_line}" _line)
+  # Empty lists in the generated file leave bare "-I" / "-D" lines.
+  if(_line STREQUAL "" OR _line STREQUAL "-I" OR _line STREQUAL "-D")
+    continue()
+  endif()
+  list(APPEND _args "${_line}")
+endforeach()
+if(DEFINED EXTRA_FLAGS)
+  list(APPEND _args ${EXTRA_FLAGS})
+endif()
+list(APPEND _args -fsyntax-only -fdiagnostics-color=never)
+
+if(EXPECT STREQUAL "fail")
+  if(NOT DEFINED DEFINE OR DEFINE STREQUAL "" OR NOT DEFINED REGEX_FILE)
+    message(FATAL_ERROR "compile_fail.cmake: EXPECT=fail needs DEFINE and REGEX_FILE")
+  endif()
+  file(READ "${REGEX_FILE}" REGEX)
+  list(APPEND _args "-D${DEFINE}")
+elseif(NOT EXPECT STREQUAL "pass")
+  message(FATAL_ERROR "compile_fail.cmake: EXPECT must be 'fail' or 'pass', not '${EXPECT}'")
+endif()
+
+# English diagnostics whatever the locale, so "error:" can be found.
+set(ENV{LC_ALL} C)
+set(ENV{LANG} C)
+execute_process(
+  COMMAND "${CXX}" ${_args} "${SOURCE}"
+  RESULT_VARIABLE _rc
+  OUTPUT_VARIABLE _out
+  ERROR_VARIABLE _out)
+
+string(REPLACE ";" " " _cmdline "${CXX};${_args};${SOURCE}")
+
+if(EXPECT STREQUAL "pass")
+  if(NOT _rc EQUAL 0)
+    message("${_out}")
+    message(FATAL_ERROR "control compile FAILED (exit ${_rc}); the source must compile without the define.\n"
+                        "command: ${_cmdline}")
+  endif()
+  message(STATUS "control compile succeeded: ${SOURCE}")
+  return()
+endif()
+
+if(_rc EQUAL 0)
+  message("${_out}")
+  message(FATAL_ERROR "compilation SUCCEEDED with -D${DEFINE}, but it must fail.\n"
+                      "command: ${_cmdline}")
+endif()
+
+# The first line that contains "error:" (GCC and Clang: "file:line:col: error: ...",
+# "fatal error: ..."). Lines before it ("In file included from", "In instantiation
+# of") carry no "error:".
+string(REGEX MATCH "[^\n]*error:[^\n]*" _first_error "${_out}")
+if(_first_error STREQUAL "")
+  message("${_out}")
+  message(FATAL_ERROR "compilation failed (exit ${_rc}) but printed no line containing 'error:'.\n"
+                      "command: ${_cmdline}")
+endif()
+
+if(NOT _first_error MATCHES "${REGEX}")
+  message("${_out}")
+  message(FATAL_ERROR "the first error does not match the expected regex.\n"
+                      "  first error: ${_first_error}\n"
+                      "  regex:       ${REGEX}\n"
+                      "command: ${_cmdline}")
+endif()
+message(STATUS "failed as expected; first error: ${_first_error}")

@@ -1,0 +1,54 @@
+// typeflow/backend/eigen/ops/transpose.hpp — axis permutation as a strided copy.
+#pragma once
+#include <Eigen/Core>
+
+#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/expr/ops/transpose.hpp>
+
+namespace typeflow::backend::eigen {
+
+template <std::size_t... P>
+struct kernel<op::permute<P...>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        using T = value_type_t<N>;
+        const dims d = ctx.dims_of(n.template child<0>());
+        const T* in = ctx.input(n.template child<0>());
+        constexpr std::size_t r = sizeof...(P);
+        constexpr std::array<std::size_t, r> perm{P...};
+        if constexpr (r == 0) {
+            out[0] = in[0];
+        } else {
+            std::array<index_t, max_rank> in_stride{}, ext{}, st{};
+            index_t s = 1;
+            for (std::size_t i = r; i-- > 0;) {
+                in_stride[i] = s;
+                s *= d.d[i];
+            }
+            for (std::size_t i = 0; i < r; ++i) {
+                ext[i] = d.d[perm[i]];
+                st[i] = in_stride[perm[i]];
+            }
+            const index_t total = d.numel();
+            if (total == 0) return;
+            if constexpr (r == 2) {
+                using mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+                Eigen::Map<mat>(out, d.d[1], d.d[0]) = Eigen::Map<const mat>(in, d.d[0], d.d[1]).transpose();
+            } else {
+                std::array<index_t, max_rank> idx{};
+                const index_t inner = ext[r - 1], step = st[r - 1];
+                for (index_t o = 0; o < total; o += inner) {
+                    index_t e = 0;
+                    for (std::size_t i = 0; i + 1 < r; ++i) e += idx[i] * st[i];
+                    for (index_t t = 0; t < inner; ++t) out[o + t] = in[e + t * step];
+                    for (std::size_t i = r - 1; i-- > 0;) {
+                        if (++idx[i] < ext[i]) break;
+                        idx[i] = 0;
+                    }
+                }
+            }
+        }
+    }
+};
+
+}  // namespace typeflow::backend::eigen

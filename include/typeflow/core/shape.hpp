@@ -1,0 +1,115 @@
+// typeflow/core/shape.hpp — static shapes (`shape<dyn, 64>`) and run-time dims.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace typeflow {
+
+using index_t = std::int64_t;
+
+/// A dimension whose extent is known only at run time (bound by the feeds).
+inline constexpr index_t dyn = -1;
+
+/// The largest rank a tensor may have.
+inline constexpr std::size_t max_rank = 8;
+
+/// Run-time extents of a tensor, rank <= max_rank, row-major.
+struct dims {
+    std::array<index_t, max_rank> d{};
+    std::size_t rank = 0;
+
+    constexpr dims() = default;
+    constexpr dims(std::initializer_list<index_t> l) : rank(l.size()) {
+        std::size_t i = 0;
+        for (index_t v : l) d[i++] = v;
+    }
+    constexpr index_t operator[](std::size_t i) const { return d[i]; }
+    constexpr index_t& operator[](std::size_t i) { return d[i]; }
+    /// Number of elements (1 for rank 0).
+    constexpr index_t numel() const {
+        index_t n = 1;
+        for (std::size_t i = 0; i < rank; ++i) n *= d[i];
+        return n;
+    }
+    constexpr bool operator==(const dims& o) const {
+        if (rank != o.rank) return false;
+        for (std::size_t i = 0; i < rank; ++i)
+            if (d[i] != o.d[i]) return false;
+        return true;
+    }
+};
+
+/// "[2,3]"; a dyn extent prints as "?".
+inline std::string to_string(const dims& s) {
+    std::string r = "[";
+    for (std::size_t i = 0; i < s.rank; ++i) {
+        if (i) r += ',';
+        r += s.d[i] == dyn ? std::string("?") : std::to_string(s.d[i]);
+    }
+    return r + "]";
+}
+
+/// A static shape; `dyn` marks an extent bound at run time. `shape<>` is a scalar.
+template <index_t... D>
+struct shape {
+    static_assert(sizeof...(D) <= max_rank, "typeflow: shape: rank is larger than typeflow::max_rank (8)");
+    static_assert(((D >= 0 || D == dyn) && ...), "typeflow: shape: extents must be >= 0 or tf::dyn");
+    static constexpr std::size_t rank = sizeof...(D);
+    static constexpr dims value{D...};
+    static constexpr bool is_static = ((D != dyn) && ...);
+    /// Number of elements, or dyn when an extent is dyn.
+    static constexpr index_t numel = is_static ? (index_t{1} * ... * D) : dyn;
+};
+
+namespace detail {
+template <class S>
+inline constexpr bool is_shape_v = false;
+template <index_t... D>
+inline constexpr bool is_shape_v<shape<D...>> = true;
+
+// A constexpr dims value turned back into a shape type.
+template <dims R, class Seq = std::make_index_sequence<R.rank>>
+struct shape_from_dims_impl;
+template <dims R, std::size_t... I>
+struct shape_from_dims_impl<R, std::index_sequence<I...>> {
+    using type = shape<R.d[I]...>;
+};
+}  // namespace detail
+
+/// Satisfied by `shape<...>` types.
+template <class S>
+concept shape_c = detail::is_shape_v<S>;
+
+/// The shape type whose extents are the constexpr dims R.
+template <dims R>
+using shape_from_dims = typename detail::shape_from_dims_impl<R>::type;
+
+/// Numpy broadcasting of two static extent lists; dyn meets anything.
+/// ok is false when two known extents differ and neither is 1.
+struct broadcast_result {
+    dims out;
+    bool ok = true;
+};
+constexpr broadcast_result broadcast_dims(const dims& a, const dims& b) {
+    broadcast_result r;
+    r.out.rank = a.rank > b.rank ? a.rank : b.rank;
+    for (std::size_t i = 0; i < r.out.rank; ++i) {
+        // align from the right
+        const index_t x = i < r.out.rank - a.rank ? 1 : a.d[i - (r.out.rank - a.rank)];
+        const index_t y = i < r.out.rank - b.rank ? 1 : b.d[i - (r.out.rank - b.rank)];
+        index_t o;
+        if (x == y) o = x;
+        else if (x == 1) o = y;
+        else if (y == 1) o = x;
+        else if (x == dyn) o = y;  // the dyn extent must be 1 or y at run time
+        else if (y == dyn) o = x;
+        else { o = x; r.ok = false; }
+        r.out.d[i] = o;
+    }
+    return r;
+}
+
+}  // namespace typeflow

@@ -1,0 +1,149 @@
+// typeflow/core/tensor.hpp — the tensor type of feeds, results and variables.
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/shape.hpp>
+
+namespace typeflow {
+
+/// A non-owning, row-major view of contiguous elements with run-time dims.
+/// `T` may be const. Feeds take views, so feeding never copies.
+template <class T>
+struct tensor_view {
+    T* data = nullptr;
+    typeflow::dims dims{};
+
+    index_t size() const { return dims.numel(); }
+    T& operator[](index_t i) const { return data[i]; }
+    operator tensor_view<const T>() const { return {data, dims}; }
+};
+
+namespace detail {
+inline constexpr std::size_t tensor_alignment = 64;
+template <class T>
+std::shared_ptr<T[]> allocate_zeroed(index_t n) {
+    const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(n) * sizeof(T));
+    void* p = ::operator new(bytes, std::align_val_t{tensor_alignment});
+    std::memset(p, 0, bytes);
+    return std::shared_ptr<T[]>(static_cast<T*>(p),
+                                [](T* q) { ::operator delete(q, std::align_val_t{tensor_alignment}); });
+}
+}  // namespace detail
+
+/// An owning, row-major tensor with shared storage: copies share elements
+/// (like TensorFlow's and PyTorch's tensors); `clone()` copies them.
+template <value_type_c T>
+class tensor {
+public:
+    using value_type = T;
+
+    tensor() = default;
+    /// A zero-filled tensor of the given extents.
+    explicit tensor(const typeflow::dims& d) : data_(detail::allocate_zeroed<T>(checked_numel(d))), dims_(d) {}
+    /// A tensor of the given extents filled row-major from `values`.
+    tensor(const typeflow::dims& d, std::initializer_list<T> values) : tensor(d) {
+        if (static_cast<index_t>(values.size()) != d.numel())
+            throw error("tensor: " + std::to_string(values.size()) + " values given for shape " + to_string(d));
+        std::copy(values.begin(), values.end(), data_.get());
+    }
+    /// A copy of the elements a view shows.
+    static tensor copy_of(tensor_view<const T> v) {
+        tensor t(v.dims);
+        std::copy(v.data, v.data + v.dims.numel(), t.data());
+        return t;
+    }
+
+    T* data() noexcept { return data_.get(); }
+    const T* data() const noexcept { return data_.get(); }
+    const typeflow::dims& dims() const noexcept { return dims_; }
+    std::size_t rank() const noexcept { return dims_.rank; }
+    index_t size() const noexcept { return data_ ? dims_.numel() : 0; }
+    bool empty() const noexcept { return !data_; }
+    static constexpr typeflow::dtype dtype() noexcept { return dtype_of<T>; }
+
+    /// Element by flat row-major index.
+    T& operator[](index_t i) noexcept { return data_[i]; }
+    const T& operator[](index_t i) const noexcept { return data_[i]; }
+
+    /// Element by multi-index; the count of indices must equal the rank.
+    template <class... I>
+    T& operator()(I... idx) {
+        return data_[offset(idx...)];
+    }
+    template <class... I>
+    const T& operator()(I... idx) const {
+        return data_[offset(idx...)];
+    }
+    /// The single element of a one-element tensor.
+    T item() const {
+        if (size() != 1) throw error("tensor::item: tensor of shape " + to_string(dims_) + " has not one element");
+        return data_[0];
+    }
+
+    tensor_view<T> view() noexcept { return {data(), dims_}; }
+    tensor_view<const T> view() const noexcept { return {data(), dims_}; }
+    operator tensor_view<const T>() const noexcept { return view(); }
+
+    /// A deep copy.
+    tensor clone() const { return copy_of(view()); }
+    /// The elements, row-major.
+    std::vector<T> to_vector() const { return std::vector<T>(data(), data() + size()); }
+    /// Same elements, new extents of equal element count (shares storage).
+    tensor reshaped(const typeflow::dims& d) const {
+        if (d.numel() != size())
+            throw error("tensor::reshaped: cannot view " + to_string(dims_) + " as " + to_string(d));
+        tensor t = *this;
+        t.dims_ = d;
+        return t;
+    }
+    /// True when no other tensor shares these elements.
+    bool unique() const noexcept { return data_.use_count() == 1; }
+
+private:
+    static index_t checked_numel(const typeflow::dims& d) {
+        for (std::size_t i = 0; i < d.rank; ++i)
+            if (d.d[i] < 0) throw error("tensor: extents must be known and >= 0, got " + to_string(d));
+        return d.numel();
+    }
+    template <class... I>
+    index_t offset(I... idx) const {
+        static_assert((std::is_integral_v<I> && ...), "typeflow: tensor(): indices must be integers");
+        const index_t ix[] = {static_cast<index_t>(idx)..., 0};
+        index_t off = 0;
+        for (std::size_t k = 0; k < sizeof...(I); ++k) off = off * dims_.d[k] + ix[k];
+        return off;
+    }
+
+    std::shared_ptr<T[]> data_;
+    typeflow::dims dims_{};
+};
+
+/// A view of a std::vector's elements as a tensor of extents d (no copy).
+template <class T>
+tensor_view<T> view(std::vector<T>& v, const dims& d) {
+    if (d.numel() != static_cast<index_t>(v.size()))
+        throw error("view: vector of " + std::to_string(v.size()) + " elements cannot have shape " + to_string(d));
+    return {v.data(), d};
+}
+template <class T>
+tensor_view<const T> view(const std::vector<T>& v, const dims& d) {
+    if (d.numel() != static_cast<index_t>(v.size()))
+        throw error("view: vector of " + std::to_string(v.size()) + " elements cannot have shape " + to_string(d));
+    return {v.data(), d};
+}
+/// A view of a whole std::vector as a rank-1 tensor.
+template <class T>
+tensor_view<const T> view(const std::vector<T>& v) {
+    return {v.data(), dims{static_cast<index_t>(v.size())}};
+}
+
+}  // namespace typeflow

@@ -1,0 +1,90 @@
+// typeflow/expr/elementwise.hpp — shape, dtype and device rules shared by
+// element-wise ops (numpy broadcasting, one dtype, one device).
+#pragma once
+#include <string_view>
+#include <type_traits>
+
+#include <typeflow/expr/diagnostics.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/node.hpp>
+
+namespace typeflow {
+
+/// The value type, shape and device an op yields.
+template <class V, class S, class D>
+struct result_traits {
+    using value_type = V;
+    using shape_type = S;
+    using device = D;
+};
+
+/// dtype rules: which operand dtypes an element-wise op takes and what it yields.
+namespace rule {
+struct numeric {  // arithmetic on numbers, same dtype out
+    template <class Op, class T>
+    static constexpr bool check() { return check::numeric<Op, T>(); }
+    template <class T>
+    using result = T;
+};
+struct floating {  // transcendental functions
+    template <class Op, class T>
+    static constexpr bool check() { return check::floating<Op, T>(); }
+    template <class T>
+    using result = T;
+};
+struct logical {  // bool in, bool out
+    template <class Op, class T>
+    static constexpr bool check() { return check::boolean<Op, T>(); }
+    template <class T>
+    using result = bool;
+};
+struct ordering {  // <, <=, >, >= on numbers, bool out
+    template <class Op, class T>
+    static constexpr bool check() { return check::numeric<Op, T>(); }
+    template <class T>
+    using result = bool;
+};
+struct equality {  // ==, != on any dtype, bool out
+    template <class Op, class T>
+    static constexpr bool check() { return true; }
+    template <class T>
+    using result = bool;
+};
+}  // namespace rule
+
+/// Rule of a unary element-wise op: same shape and device, dtype by Rule.
+template <class Op, class Rule, class A>
+constexpr auto unary_rule() {
+    Rule::template check<Op, value_type_t<A>>();
+    return result_traits<typename Rule::template result<value_type_t<A>>, shape_t<A>, device_t<A>>{};
+}
+
+/// Rule of a binary element-wise op: one device, one dtype, broadcast shapes.
+template <class Op, class Rule, class A, class B>
+constexpr auto binary_rule() {
+    check::same_device<Op, device_t<A>, device_t<B>>();
+    check::same_dtype<Op, value_type_t<A>, value_type_t<B>>();
+    Rule::template check<Op, value_type_t<A>>();
+    using S = decltype(check::broadcast<Op, shape_t<A>, shape_t<B>>());
+    return result_traits<typename Rule::template result<value_type_t<A>>, S, device_t<A>>{};
+}
+
+/// Operands of a binary op: two expressions, or one and an arithmetic scalar.
+template <class A, class B>
+concept binary_operands = (expression<A> && (expression<B> || std::is_arithmetic_v<std::remove_cvref_t<B>>)) ||
+                          (std::is_arithmetic_v<std::remove_cvref_t<A>> && expression<B>);
+
+/// Builds a binary node, turning an arithmetic operand into a scalar of the
+/// other operand's dtype and device.
+template <class Op, class A, class B>
+auto make_binary(A&& a, B&& b) {
+    if constexpr (expression<A> && expression<B>) {
+        return make_node<Op>(std::forward<A>(a), std::forward<B>(b));
+    } else if constexpr (expression<A>) {
+        return make_node<Op>(std::forward<A>(a), as_operand<value_type_t<A>, device_t<A>>(b));
+    } else {
+        return make_node<Op>(as_operand<value_type_t<B>, device_t<B>>(a), std::forward<B>(b));
+    }
+}
+
+}  // namespace typeflow

@@ -1,0 +1,185 @@
+// typeflow/expr/leaves.hpp — placeholders, variables and constants.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/fixed_string.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/expr/diagnostics.hpp>
+#include <typeflow/expr/init.hpp>
+#include <typeflow/expr/node.hpp>
+
+namespace typeflow {
+
+namespace detail {
+struct leaf_base : expression_base {
+    using children_list = meta::list<>;
+    static constexpr op_kind kind = op_kind::leaf;
+    static constexpr bool is_leaf = true;
+    static constexpr std::size_t control_inputs = 0;
+};
+}  // namespace detail
+
+/// A graph input fed at each run: `placeholder<"x", float, shape<dyn, 64>>`.
+/// Identified by its type; it holds no data.
+template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu>
+struct placeholder : detail::leaf_base {
+    using value_type = T;
+    using shape_type = S;
+    using device = D;
+    static constexpr bool pure = true;
+    static constexpr std::string_view name() { return Name.view(); }
+    const void* identity() const noexcept { return nullptr; }
+};
+
+/// Marks a variable that optimizers leave alone.
+struct non_trainable_t {};
+inline constexpr non_trainable_t non_trainable{};
+
+namespace detail {
+template <class T>
+struct variable_state {
+    tensor<T> value;
+    std::string name;
+    bool trainable = true;
+};
+}  // namespace detail
+
+/// State that persists across runs: `variable<"W", float, shape<64, 32>>`.
+/// Copies share one storage; the session checks that one name means one storage.
+template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu>
+class variable : public detail::leaf_base {
+    static constexpr bool shape_ok = [] {
+        if constexpr (!S::is_static) {
+            diagnostic::variable_shape_must_be_static<variable, S> error;
+        }
+        static_assert(S::is_static, "typeflow: variable: the shape of a variable must be fully static (no tf::dyn)");
+        return S::is_static;
+    }();
+
+public:
+    using value_type = T;
+    using shape_type = S;
+    using device = D;
+    static constexpr bool pure = true;
+
+    /// Zero-initialised.
+    variable() : variable(init::zeros{}) {}
+    /// Initialised by `init` (e.g. tf::init::glorot_uniform{}).
+    template <class Init>
+        requires requires(Init i, tensor<T>& t) { i(t, std::string_view{}); }
+    explicit variable(Init init) : st_(std::make_shared<detail::variable_state<T>>()) {
+        st_->value = tensor<T>(S::value);
+        st_->name = std::string(Name.view());
+        init(st_->value, Name.view());
+    }
+    template <class Init>
+    variable(Init init, non_trainable_t) : variable(std::move(init)) {
+        st_->trainable = false;
+    }
+
+    static constexpr std::string_view name() { return Name.view(); }
+    bool trainable() const noexcept { return st_->trainable; }
+
+    /// The current value (shares storage with the variable).
+    tensor<T>& value() noexcept { return st_->value; }
+    const tensor<T>& value() const noexcept { return st_->value; }
+    /// Overwrites the value; the extents must equal the variable's shape.
+    void load(tensor_view<const T> v) {
+        if (!(v.dims == S::value))
+            throw error("variable '" + std::string(Name.view()) + "': cannot load a tensor of shape " +
+                        to_string(v.dims) + " into shape " + to_string(S::value));
+        std::copy(v.data, v.data + v.size(), st_->value.data());
+    }
+    const void* identity() const noexcept { return st_.get(); }
+    detail::variable_state<T>& state() const noexcept { return *st_; }
+
+private:
+    std::shared_ptr<detail::variable_state<T>> st_;
+};
+
+/// An anonymous scalar constant (what `x * 2.0f` makes of `2.0f`).
+template <value_type_c T, device_c D = cpu>
+struct scalar : detail::leaf_base {
+    using value_type = T;
+    using shape_type = shape<>;
+    using device = D;
+    static constexpr bool pure = false;
+    T value{};
+    scalar() = default;
+    explicit scalar(T v) : value(v) {}
+    const void* identity() const noexcept { return &value; }
+};
+
+/// An anonymous constant tensor of static shape S.
+template <value_type_c T, shape_c S, device_c D = cpu>
+struct constant_tensor : detail::leaf_base {
+    static_assert(S::is_static, "typeflow: constant: a constant tensor needs a static shape");
+    using value_type = T;
+    using shape_type = S;
+    using device = D;
+    static constexpr bool pure = false;
+    std::shared_ptr<const tensor<T>> data;
+    const void* identity() const noexcept { return data.get(); }
+};
+
+/// A scalar constant node.
+template <value_type_c T>
+scalar<T> constant(T v) {
+    return scalar<T>(v);
+}
+/// A constant tensor of shape S from row-major values: constant<shape<2,2>>({1.f, 2.f, 3.f, 4.f}).
+template <shape_c S, value_type_c T>
+constant_tensor<T, S> constant(std::initializer_list<T> values) {
+    constant_tensor<T, S> c;
+    c.data = std::make_shared<const tensor<T>>(S::value, values);
+    return c;
+}
+/// A constant tensor of shape S holding a copy of `t` (whose extents must be S).
+template <shape_c S, value_type_c T>
+constant_tensor<T, S> constant(const tensor<T>& t) {
+    if (!(t.dims() == S::value))
+        throw error("constant: tensor of shape " + to_string(t.dims()) + " given for shape " + to_string(S::value));
+    constant_tensor<T, S> c;
+    c.data = std::make_shared<const tensor<T>>(t.clone());
+    return c;
+}
+
+namespace detail {
+template <class T>
+inline constexpr bool is_variable_v = false;
+template <fixed_string N, class T, class S, class D>
+inline constexpr bool is_variable_v<variable<N, T, S, D>> = true;
+template <class T>
+inline constexpr bool is_placeholder_v = false;
+template <fixed_string N, class T, class S, class D>
+inline constexpr bool is_placeholder_v<placeholder<N, T, S, D>> = true;
+template <class T>
+inline constexpr bool is_scalar_v = false;
+template <class T, class D>
+inline constexpr bool is_scalar_v<scalar<T, D>> = true;
+template <class T>
+inline constexpr bool is_constant_tensor_v = false;
+template <class T, class S, class D>
+inline constexpr bool is_constant_tensor_v<constant_tensor<T, S, D>> = true;
+}  // namespace detail
+
+/// Satisfied by variable<...> types.
+template <class V>
+concept variable_c = detail::is_variable_v<std::remove_cvref_t<V>>;
+/// Satisfied by placeholder<...> types.
+template <class P>
+concept placeholder_c = detail::is_placeholder_v<std::remove_cvref_t<P>>;
+
+/// Turns an operand into an expression: expressions pass through, arithmetic
+/// scalars become scalar<T> of the other operand's type (like Python scalars).
+template <class T, class D, class A>
+decltype(auto) as_operand(A&& a) {
+    if constexpr (expression<A>) return std::forward<A>(a);
+    else return scalar<T, D>(static_cast<T>(a));
+}
+
+}  // namespace typeflow

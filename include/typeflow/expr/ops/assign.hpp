@@ -1,0 +1,70 @@
+// typeflow/expr/ops/assign.hpp — stateful ops: assign, assign_add, assign_sub.
+//
+// Order inside one run: every read of a variable sees the value it had when
+// the run began, and writes are applied after all other work, in topological
+// order (the later of two writes to one variable wins) — unless a control
+// dependency (with_dependencies) asks for a write first; such a write is
+// applied as soon as it is computed. The value of an assign node is the
+// variable's new value.
+#pragma once
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+
+enum class assign_mode { set, add, sub };
+
+namespace op {
+template <assign_mode M>
+struct assign {
+    static constexpr op_kind kind = op_kind::elementwise;
+    static constexpr bool is_assign = true;
+    static constexpr assign_mode mode = M;
+    static constexpr std::string_view name = M == assign_mode::set ? "assign"
+                                             : M == assign_mode::add ? "assign_add"
+                                                                     : "assign_sub";
+    template <class V, class E>
+    static constexpr auto rule() {
+        check::same_device<assign, device_t<V>, device_t<E>>();
+        check::same_dtype<assign, value_type_t<V>, value_type_t<E>>();
+        if constexpr (M != assign_mode::set) check::numeric<assign, value_type_t<V>>();
+        using S = decltype(check::broadcast<assign, shape_t<V>, shape_t<E>>());
+        constexpr bool fits = S::value == shape_t<V>::value;
+        if constexpr (!fits) {
+            diagnostic::shapes_do_not_broadcast<assign, shape_t<V>, shape_t<E>> error;
+        }
+        static_assert(fits, "typeflow: assign: the value's shape does not broadcast to the variable's shape");
+        return result_traits<value_type_t<V>, shape_t<V>, device_t<V>>{};
+    }
+    template <class V, class E>
+    using traits = decltype(rule<V, E>());
+    static auto array(const auto& v, const auto& e) {
+        if constexpr (M == assign_mode::set) return e;
+        else if constexpr (M == assign_mode::add) return v + e;
+        else return v - e;
+    }
+};
+}  // namespace op
+
+/// Sets variable v to e (broadcast to v's shape) at the end of the run.
+template <variable_c V, expression E>
+auto assign(const V& v, E&& e) {
+    return make_node<op::assign<assign_mode::set>>(v, std::forward<E>(e));
+}
+/// Adds e to variable v at the end of the run.
+template <variable_c V, class E>
+auto assign_add(const V& v, E&& e) {
+    return make_node<op::assign<assign_mode::add>>(v, as_operand<value_type_t<V>, device_t<V>>(std::forward<E>(e)));
+}
+/// Subtracts e from variable v at the end of the run.
+template <variable_c V, class E>
+auto assign_sub(const V& v, E&& e) {
+    return make_node<op::assign<assign_mode::sub>>(v, as_operand<value_type_t<V>, device_t<V>>(std::forward<E>(e)));
+}
+/// Sets variable v to the scalar e.
+template <variable_c V, class E>
+    requires std::is_arithmetic_v<std::remove_cvref_t<E>>
+auto assign(const V& v, E e) {
+    return make_node<op::assign<assign_mode::set>>(v, as_operand<value_type_t<V>, device_t<V>>(e));
+}
+
+}  // namespace typeflow

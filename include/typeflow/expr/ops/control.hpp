@@ -1,0 +1,33 @@
+// typeflow/expr/ops/control.hpp — control dependencies: with_dependencies.
+#pragma once
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+namespace op {
+/// node<after, Deps..., X>: the value of X, computed after every Dep has run
+/// (and an assign among them has been applied).
+struct after {
+    static constexpr op_kind kind = op_kind::elementwise;
+    static constexpr std::string_view name = "with_dependencies";
+    template <class... C>
+    struct traits {
+        using X = meta::at_t<sizeof...(C) - 1, C...>;
+        using value_type = value_type_t<X>;
+        using shape_type = shape_t<X>;
+        using device = device_t<X>;
+        static constexpr std::size_t control_inputs = sizeof...(C) - 1;
+    };
+    static auto array(const auto& x) { return x; }
+};
+}  // namespace op
+
+/// The value of x, computed only after deps have run; an assign in deps is
+/// applied before x is read (TensorFlow's control_dependencies). Nodes that x
+/// shares with the rest of the graph may have run earlier.
+template <expression X, expression... Deps>
+    requires(sizeof...(Deps) > 0)
+auto with_dependencies(X&& x, Deps&&... deps) {
+    return make_node<op::after>(std::forward<Deps>(deps)..., std::forward<X>(x));
+}
+
+}  // namespace typeflow

@@ -1,0 +1,47 @@
+// typeflow/expr/ops/math.hpp — unary element-wise functions: exp, log, sqrt,
+// rsqrt, abs, square, sigmoid, tanh, relu.
+#pragma once
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+namespace op {
+#define TYPEFLOW_UNARY_OP(NAME, RULE, BODY)                                    \
+    struct NAME {                                                              \
+        static constexpr op_kind kind = op_kind::elementwise;                  \
+        static constexpr std::string_view name = #NAME;                        \
+        template <class A>                                                     \
+        using traits = decltype(unary_rule<NAME, rule::RULE, A>());            \
+        static auto array(const auto& a) { return BODY; }                      \
+    };
+TYPEFLOW_UNARY_OP(exp, floating, a.exp())
+TYPEFLOW_UNARY_OP(log, floating, a.log())
+TYPEFLOW_UNARY_OP(sqrt, floating, a.sqrt())
+TYPEFLOW_UNARY_OP(rsqrt, floating, a.rsqrt())
+TYPEFLOW_UNARY_OP(sigmoid, floating, a.logistic())
+TYPEFLOW_UNARY_OP(tanh, floating, a.tanh())
+TYPEFLOW_UNARY_OP(abs, numeric, a.abs())
+TYPEFLOW_UNARY_OP(square, numeric, a.square())
+TYPEFLOW_UNARY_OP(relu, numeric, a.max(typename std::remove_cvref_t<decltype(a)>::Scalar(0)))
+#undef TYPEFLOW_UNARY_OP
+}  // namespace op
+
+/// e^x, element-wise.
+template <expression A> auto exp(A&& a) { return make_node<op::exp>(std::forward<A>(a)); }
+/// Natural logarithm, element-wise.
+template <expression A> auto log(A&& a) { return make_node<op::log>(std::forward<A>(a)); }
+/// Square root, element-wise.
+template <expression A> auto sqrt(A&& a) { return make_node<op::sqrt>(std::forward<A>(a)); }
+/// 1 / sqrt(x), element-wise.
+template <expression A> auto rsqrt(A&& a) { return make_node<op::rsqrt>(std::forward<A>(a)); }
+/// 1 / (1 + e^-x), element-wise.
+template <expression A> auto sigmoid(A&& a) { return make_node<op::sigmoid>(std::forward<A>(a)); }
+/// Hyperbolic tangent, element-wise.
+template <expression A> auto tanh(A&& a) { return make_node<op::tanh>(std::forward<A>(a)); }
+/// |x|, element-wise.
+template <expression A> auto abs(A&& a) { return make_node<op::abs>(std::forward<A>(a)); }
+/// x * x, element-wise.
+template <expression A> auto square(A&& a) { return make_node<op::square>(std::forward<A>(a)); }
+/// max(x, 0), element-wise.
+template <expression A> auto relu(A&& a) { return make_node<op::relu>(std::forward<A>(a)); }
+
+}  // namespace typeflow

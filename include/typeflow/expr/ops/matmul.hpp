@@ -1,0 +1,94 @@
+// typeflow/expr/ops/matmul.hpp — matrix product, 2-D and batched, with
+// transpose flags.
+#pragma once
+#include <string>
+
+#include <typeflow/core/error.hpp>
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+
+/// Transpose flags for matmul: transpose_a, transpose_b, transpose_ab.
+template <bool A, bool B>
+struct transpose_flags {};
+inline constexpr transpose_flags<true, false> transpose_a{};
+inline constexpr transpose_flags<false, true> transpose_b{};
+inline constexpr transpose_flags<true, true> transpose_ab{};
+
+namespace detail {
+struct matmul_dims {
+    dims out;
+    bool inner_ok = true, batch_ok = true, rank_ok = true;
+};
+// [..., m, k] x [..., k, n] -> [..., m, n]; batch extents equal, or one side rank 2.
+constexpr matmul_dims matmul_shape(const dims& a, const dims& b, bool ta, bool tb) {
+    matmul_dims r;
+    if (a.rank < 2 || b.rank < 2) {
+        r.rank_ok = false;
+        return r;
+    }
+    const index_t m = ta ? a.d[a.rank - 1] : a.d[a.rank - 2];
+    const index_t ka = ta ? a.d[a.rank - 2] : a.d[a.rank - 1];
+    const index_t kb = tb ? b.d[b.rank - 1] : b.d[b.rank - 2];
+    const index_t n = tb ? b.d[b.rank - 2] : b.d[b.rank - 1];
+    if (ka != kb && ka != dyn && kb != dyn) r.inner_ok = false;
+    const dims& batch = a.rank >= b.rank ? a : b;
+    if (a.rank > 2 && b.rank > 2) {
+        if (a.rank != b.rank) r.batch_ok = false;
+        else
+            for (std::size_t i = 0; i + 2 < a.rank; ++i)
+                if (a.d[i] != b.d[i] && a.d[i] != dyn && b.d[i] != dyn) r.batch_ok = false;
+    }
+    for (std::size_t i = 0; i + 2 < batch.rank; ++i) r.out.d[r.out.rank++] = batch.d[i];
+    r.out.d[r.out.rank++] = m;
+    r.out.d[r.out.rank++] = n;
+    return r;
+}
+}  // namespace detail
+
+namespace op {
+template <bool TA, bool TB>
+struct matmul {
+    static constexpr op_kind kind = op_kind::kernel;
+    static constexpr std::string_view name = "matmul";
+    static constexpr bool transpose_a = TA, transpose_b = TB;
+    template <class A, class B>
+    static constexpr auto rule() {
+        check::same_device<matmul, device_t<A>, device_t<B>>();
+        check::same_dtype<matmul, value_type_t<A>, value_type_t<B>>();
+        check::numeric<matmul, value_type_t<A>>();
+        constexpr detail::matmul_dims r = detail::matmul_shape(shape_t<A>::value, shape_t<B>::value, TA, TB);
+        if constexpr (!r.rank_ok) {
+            diagnostic::rank_too_small<matmul, shape_t<A>> error;
+        }
+        static_assert(r.rank_ok, "typeflow: matmul: operands need rank >= 2");
+        if constexpr (!r.inner_ok) {
+            diagnostic::inner_dimensions_differ<matmul, shape_t<A>, shape_t<B>> error;
+        }
+        static_assert(r.inner_ok, "typeflow: matmul: the inner dimensions (columns of a, rows of b) differ");
+        if constexpr (!r.batch_ok) {
+            diagnostic::batch_dimensions_differ<matmul, shape_t<A>, shape_t<B>> error;
+        }
+        static_assert(r.batch_ok, "typeflow: matmul: batch dimensions differ (they must be equal, or one operand 2-D)");
+        return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
+    }
+    template <class A, class B>
+    using traits = decltype(rule<A, B>());
+    static dims infer(const dims& a, const dims& b) {
+        const detail::matmul_dims r = detail::matmul_shape(a, b, TA, TB);
+        if (!r.inner_ok || !r.batch_ok)
+            throw error("matmul: shapes " + to_string(a) + " and " + to_string(b) + " do not multiply" +
+                        (TA ? " (a transposed)" : "") + (TB ? " (b transposed)" : ""));
+        return r.out;
+    }
+};
+}  // namespace op
+
+/// Matrix product of the last two axes; leading (batch) axes must match, or
+/// one operand is 2-D and is applied to every batch.
+template <expression A, expression B, bool TA = false, bool TB = false>
+auto matmul(A&& a, B&& b, transpose_flags<TA, TB> = {}) {
+    return make_node<op::matmul<TA, TB>>(std::forward<A>(a), std::forward<B>(b));
+}
+
+}  // namespace typeflow

@@ -1,0 +1,144 @@
+// typeflow/expr/ops/reduce.hpp — reductions sum, mean, max, min, prod over
+// chosen axes (keepdims optional), and argmax / argmin over one axis.
+#pragma once
+#include <array>
+#include <limits>
+#include <string>
+
+#include <typeflow/core/error.hpp>
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+
+/// Which reduction a reduce node computes.
+enum class reduction { sum, mean, max, min, prod };
+
+/// Ask a reduction to keep reduced axes with extent 1.
+struct keepdims_t {};
+inline constexpr keepdims_t keepdims{};
+
+namespace detail {
+// Normalised axis mask of a reduction over Axes (none = all) of a rank-R shape;
+// ok is false for an axis out of range or given twice.
+struct axis_mask {
+    std::array<bool, max_rank> reduced{};
+    bool ok = true;
+};
+template <index_t... Axes>
+constexpr axis_mask make_axis_mask(std::size_t rank) {
+    axis_mask m;
+    if constexpr (sizeof...(Axes) == 0) {
+        for (std::size_t i = 0; i < rank; ++i) m.reduced[i] = true;
+    } else {
+        for (index_t a : {Axes...}) {
+            const index_t n = a < 0 ? a + static_cast<index_t>(rank) : a;
+            if (n < 0 || n >= static_cast<index_t>(rank) || m.reduced[static_cast<std::size_t>(n)]) {
+                m.ok = false;
+                continue;
+            }
+            m.reduced[static_cast<std::size_t>(n)] = true;
+        }
+    }
+    return m;
+}
+constexpr dims reduced_dims(const dims& in, const axis_mask& m, bool keep) {
+    dims out;
+    for (std::size_t i = 0; i < in.rank; ++i) {
+        if (!m.reduced[i]) out.d[out.rank++] = in.d[i];
+        else if (keep) out.d[out.rank++] = 1;
+    }
+    return out;
+}
+constexpr std::string_view reduction_name(reduction r) {
+    switch (r) {
+        case reduction::sum: return "sum";
+        case reduction::mean: return "mean";
+        case reduction::max: return "max";
+        case reduction::min: return "min";
+        case reduction::prod: return "prod";
+    }
+    return "?";
+}
+}  // namespace detail
+
+namespace op {
+template <reduction R, bool Keep, index_t... Axes>
+struct reduce {
+    static constexpr op_kind kind = op_kind::kernel;
+    static constexpr std::string_view name = detail::reduction_name(R);
+    static constexpr reduction which = R;
+    static constexpr bool keep = Keep;
+    template <class A>
+    static constexpr auto rule() {
+        check::numeric<reduce, value_type_t<A>>();
+        constexpr detail::axis_mask m = detail::make_axis_mask<Axes...>(shape_t<A>::rank);
+        if constexpr (!m.ok) {
+            diagnostic::axis_out_of_range<reduce, shape_t<A>> error;
+        }
+        static_assert(m.ok, "typeflow: reduction: an axis is out of range or given twice");
+        constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, Keep);
+        return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
+    }
+    template <class A>
+    using traits = decltype(rule<A>());
+    static dims infer(const dims& a) { return detail::reduced_dims(a, detail::make_axis_mask<Axes...>(a.rank), Keep); }
+};
+
+template <bool IsMax, index_t Axis>
+struct arg_reduce {
+    static constexpr op_kind kind = op_kind::kernel;
+    static constexpr std::string_view name = IsMax ? "argmax" : "argmin";
+    static constexpr bool is_max = IsMax;
+    template <class A>
+    static constexpr auto rule() {
+        check::numeric<arg_reduce, value_type_t<A>>();
+        constexpr detail::axis_mask m = detail::make_axis_mask<Axis>(shape_t<A>::rank);
+        if constexpr (!m.ok) {
+            diagnostic::axis_out_of_range<arg_reduce, shape_t<A>> error;
+        }
+        static_assert(m.ok, "typeflow: argmax/argmin: the axis is out of range");
+        constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
+        return result_traits<std::int64_t, shape_from_dims<out>, device_t<A>>{};
+    }
+    template <class A>
+    using traits = decltype(rule<A>());
+    static constexpr std::size_t axis(std::size_t rank) {
+        return static_cast<std::size_t>(Axis < 0 ? Axis + static_cast<index_t>(rank) : Axis);
+    }
+    static dims infer(const dims& a) { return detail::reduced_dims(a, detail::make_axis_mask<Axis>(a.rank), false); }
+};
+}  // namespace op
+
+/// Sum over Axes (all when none are given): sum<1>(x), sum<0, 1>(x, keepdims).
+template <index_t... Axes, expression A>
+auto sum(A&& a) { return make_node<op::reduce<reduction::sum, false, Axes...>>(std::forward<A>(a)); }
+template <index_t... Axes, expression A>
+auto sum(A&& a, keepdims_t) { return make_node<op::reduce<reduction::sum, true, Axes...>>(std::forward<A>(a)); }
+/// Mean over Axes (integer tensors: the truncated integer mean).
+template <index_t... Axes, expression A>
+auto mean(A&& a) { return make_node<op::reduce<reduction::mean, false, Axes...>>(std::forward<A>(a)); }
+template <index_t... Axes, expression A>
+auto mean(A&& a, keepdims_t) { return make_node<op::reduce<reduction::mean, true, Axes...>>(std::forward<A>(a)); }
+/// Largest element over Axes.
+template <index_t... Axes, expression A>
+auto max(A&& a) { return make_node<op::reduce<reduction::max, false, Axes...>>(std::forward<A>(a)); }
+template <index_t... Axes, expression A>
+auto max(A&& a, keepdims_t) { return make_node<op::reduce<reduction::max, true, Axes...>>(std::forward<A>(a)); }
+/// Smallest element over Axes.
+template <index_t... Axes, expression A>
+auto min(A&& a) { return make_node<op::reduce<reduction::min, false, Axes...>>(std::forward<A>(a)); }
+template <index_t... Axes, expression A>
+auto min(A&& a, keepdims_t) { return make_node<op::reduce<reduction::min, true, Axes...>>(std::forward<A>(a)); }
+/// Product over Axes.
+template <index_t... Axes, expression A>
+auto prod(A&& a) { return make_node<op::reduce<reduction::prod, false, Axes...>>(std::forward<A>(a)); }
+template <index_t... Axes, expression A>
+auto prod(A&& a, keepdims_t) { return make_node<op::reduce<reduction::prod, true, Axes...>>(std::forward<A>(a)); }
+/// Index (int64) of the largest element along Axis; the first one on ties.
+template <index_t Axis, expression A>
+auto argmax(A&& a) { return make_node<op::arg_reduce<true, Axis>>(std::forward<A>(a)); }
+/// Index (int64) of the smallest element along Axis; the first one on ties.
+template <index_t Axis, expression A>
+auto argmin(A&& a) { return make_node<op::arg_reduce<false, Axis>>(std::forward<A>(a)); }
+
+}  // namespace typeflow

@@ -1,0 +1,41 @@
+// typeflow/expr/ops/where.hpp — element-wise selection: where(cond, a, b).
+#pragma once
+#include <typeflow/expr/elementwise.hpp>
+
+namespace typeflow {
+namespace op {
+struct where {
+    static constexpr op_kind kind = op_kind::elementwise;
+    static constexpr std::string_view name = "where";
+    template <class C, class A, class B>
+    static constexpr auto rule() {
+        check::same_device<where, device_t<C>, device_t<A>>();
+        check::same_device<where, device_t<A>, device_t<B>>();
+        check::boolean<where, value_type_t<C>>();
+        check::same_dtype<where, value_type_t<A>, value_type_t<B>>();
+        using S1 = decltype(check::broadcast<where, shape_t<A>, shape_t<B>>());
+        using S = decltype(check::broadcast<where, shape_t<C>, S1>());
+        return result_traits<value_type_t<A>, S, device_t<A>>{};
+    }
+    template <class C, class A, class B>
+    using traits = decltype(rule<C, A, B>());
+    static auto array(const auto& c, const auto& a, const auto& b) { return c.select(a, b); }
+};
+}  // namespace op
+
+/// Element-wise `cond ? a : b` with broadcasting; cond is a bool tensor.
+template <expression C, class A, class B>
+    requires binary_operands<A, B>
+auto where(C&& cond, A&& a, B&& b) {
+    if constexpr (expression<A> && expression<B>) {
+        return make_node<op::where>(std::forward<C>(cond), std::forward<A>(a), std::forward<B>(b));
+    } else if constexpr (expression<A>) {
+        return make_node<op::where>(std::forward<C>(cond), std::forward<A>(a),
+                                    as_operand<value_type_t<A>, device_t<A>>(b));
+    } else {
+        return make_node<op::where>(std::forward<C>(cond), as_operand<value_type_t<B>, device_t<B>>(a),
+                                    std::forward<B>(b));
+    }
+}
+
+}  // namespace typeflow

@@ -1,0 +1,136 @@
+// typeflow/graph/topo.hpp — the graph of a set of fetches, derived at compile
+// time: distinct nodes in topological order, edges, use counts, and which
+// nodes are materialised (the rest fuse into their consumer).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+#include <typeflow/core/type_list.hpp>
+#include <typeflow/expr/node.hpp>
+
+namespace typeflow::graph {
+
+namespace detail {
+// The nodes visited so far: a list, and a set (one tag base per node) for O(1)
+// membership. A node already in the set returns at once, so each distinct node
+// is expanded once, never once per path.
+template <class... Ts>
+struct visited : meta::tag<Ts>... {
+    using list = meta::list<Ts...>;
+};
+
+template <class Acc, class N, bool Seen = std::is_base_of_v<meta::tag<N>, Acc>>
+struct visit {
+    using type = Acc;
+};
+template <class Acc, class Children>
+struct visit_children;
+template <class Acc>
+struct visit_children<Acc, meta::list<>> {
+    using type = Acc;
+};
+template <class Acc, class C0, class... Cs>
+struct visit_children<Acc, meta::list<C0, Cs...>> {
+    using type = typename visit_children<typename visit<Acc, C0>::type, meta::list<Cs...>>::type;
+};
+template <class Acc, class N>
+struct append;
+template <class... Ts, class N>
+struct append<visited<Ts...>, N> {
+    using type = visited<Ts..., N>;
+};
+template <class Acc, class N>
+struct visit<Acc, N, false> {
+    using type = typename append<typename visit_children<Acc, typename N::children_list>::type, N>::type;
+};
+}  // namespace detail
+
+/// Distinct nodes reachable from Fetches..., children before parents.
+template <class... Fetches>
+using topo_t = typename detail::visit_children<detail::visited<>, meta::list<Fetches...>>::type::list;
+
+/// One edge parent -> child; control edges only order execution.
+struct edge {
+    std::size_t parent = 0, child = 0;
+    bool control = false;
+};
+
+/// What the runtime needs to know of one node, fixed at compile time.
+struct node_flags {
+    op_kind kind = op_kind::leaf;
+    bool leaf = false;
+    bool pure = true;
+    bool fetched = false;
+    bool assign = false;
+    bool materialized = false;  // has a value buffer (or aliases one, for views)
+    bool immediate_write = false;  // an assign some with_dependencies waits for
+    std::size_t uses = 0;           // edges in, plus one per fetch
+};
+
+template <class N>
+constexpr bool is_assign_node() {
+    if constexpr (requires { N::op::is_assign; }) return N::op::is_assign;
+    else return false;
+}
+
+template <class Nodes, class Fetches>
+struct info;
+
+template <class... Ts, class... Fs>
+struct info<meta::list<Ts...>, meta::list<Fs...>> {
+    using nodes = meta::list<Ts...>;
+    static constexpr std::size_t size = sizeof...(Ts);
+    template <class T>
+    static constexpr std::size_t index_of = meta::index_of_v<nodes, T>;
+
+    static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
+
+    template <class N>
+    static constexpr void add_node_edges(std::array<edge, edge_count>& e, std::size_t& k) {
+        add_children<N>(e, k, index_of<N>, typename N::children_list{});
+    }
+    template <class N, class... C>
+    static constexpr void add_children(std::array<edge, edge_count>& e, std::size_t& k, std::size_t p,
+                                       meta::list<C...>) {
+        std::size_t j = 0;
+        ((e[k++] = edge{p, index_of<C>, j++ < N::control_inputs}), ...);
+    }
+
+    static constexpr std::array<edge, edge_count> edges = [] {
+        std::array<edge, edge_count> e{};
+        std::size_t k = 0;
+        (add_node_edges<Ts>(e, k), ...);
+        return e;
+    }();
+
+    static constexpr std::array<node_flags, size> flags = [] {
+        std::array<node_flags, size> f{};
+        std::size_t i = 0;
+        ((f[i].kind = Ts::kind, f[i].leaf = Ts::is_leaf, f[i].pure = is_pure_v<Ts>,
+          f[i].assign = is_assign_node<Ts>(), ++i),
+         ...);
+        ((f[index_of<Fs>].fetched = true, ++f[index_of<Fs>].uses), ...);
+        for (const edge& e : edges) {
+            ++f[e.child].uses;
+            // a child of anything but an element-wise op needs a buffer of its own
+            if (f[e.parent].kind != op_kind::elementwise || e.control) f[e.child].materialized = true;
+            if (e.control && f[e.child].assign) f[e.child].immediate_write = true;
+        }
+        for (auto& n : f) {
+            if (n.leaf) n.materialized = false;
+            else if (n.kind != op_kind::elementwise || n.fetched || n.uses > 1 || n.assign) n.materialized = true;
+        }
+        return f;
+    }();
+
+    /// True when node T has a value of its own at run time.
+    template <class T>
+    static constexpr bool materialized = flags[index_of<T>].materialized;
+};
+
+/// The compile-time graph of the fetches Fs...
+template <class... Fs>
+using graph_of = info<topo_t<Fs...>, meta::list<Fs...>>;
+
+}  // namespace typeflow::graph

@@ -1,0 +1,45 @@
+// typeflow/typeflow.hpp — everything that needs neither CUDA nor Asio.
+//
+//   #include <typeflow/typeflow.hpp>
+//   namespace tf = typeflow;
+//   tf::placeholder<"x", float, tf::shape<tf::dyn, 4>> x;
+//   tf::variable<"W", float, tf::shape<4, 3>> W{tf::init::glorot_uniform{}};
+//   tf::session s;
+//   auto y = s.run(tf::relu(tf::matmul(x, W)), tf::feed(x, batch));
+#pragma once
+
+#include <typeflow/core/device.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/fixed_string.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/tensor.hpp>
+
+#include <typeflow/expr/init.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/node.hpp>
+#include <typeflow/expr/ops/arithmetic.hpp>
+#include <typeflow/expr/ops/assign.hpp>
+#include <typeflow/expr/ops/cast.hpp>
+#include <typeflow/expr/ops/compare.hpp>
+#include <typeflow/expr/ops/control.hpp>
+#include <typeflow/expr/ops/logical.hpp>
+#include <typeflow/expr/ops/math.hpp>
+#include <typeflow/expr/ops/matmul.hpp>
+#include <typeflow/expr/ops/reduce.hpp>
+#include <typeflow/expr/ops/reshape.hpp>
+#include <typeflow/expr/ops/to_device.hpp>
+#include <typeflow/expr/ops/transpose.hpp>
+#include <typeflow/expr/ops/where.hpp>
+
+#include <typeflow/graph/dot.hpp>
+#include <typeflow/graph/topo.hpp>
+
+#include <typeflow/backend/eigen/fused.hpp>
+#include <typeflow/backend/eigen/interop.hpp>
+#include <typeflow/backend/eigen/ops/matmul.hpp>
+#include <typeflow/backend/eigen/ops/reduce.hpp>
+#include <typeflow/backend/eigen/ops/transpose.hpp>
+
+#include <typeflow/runtime/feed.hpp>
+#include <typeflow/runtime/session.hpp>

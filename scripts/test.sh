@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install missing Debian packages, configure (Ninja, Release, ./build), build
+# everything (library checks, tests, examples, benchmarks) and run the whole
+# CTest suite. Exits non-zero on any failure.
+#   JOBS=N bash scripts/test.sh     # limit parallelism (default: nproc)
+#   BUILD_DIR=dir bash scripts/test.sh
+#   extra arguments are passed to the cmake configure step, e.g.
+#   bash scripts/test.sh -DTYPEFLOW_USE_BLAS=ON
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+JOBS="${JOBS:-$(nproc)}"
+BUILD_DIR="${BUILD_DIR:-build}"
+
+bash scripts/deps.sh
+
+generator=()
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  generator=(-G Ninja)
+fi
+cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j "$JOBS"
