@@ -91,7 +91,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
         add_children<N>(e, k, index_of<N>, typename N::children_list{});
     }
     template <class N, class... C>
-    static constexpr void add_children(std::array<edge, edge_count>& e, std::size_t& k, std::size_t p,
+    static constexpr void add_children([[maybe_unused]] std::array<edge, edge_count>& e, [[maybe_unused]] std::size_t& k, [[maybe_unused]] std::size_t p,
                                        meta::list<C...>) {
         std::size_t j = 0;
         ((e[k++] = edge{p, index_of<C>, j++ < N::control_inputs}), ...);

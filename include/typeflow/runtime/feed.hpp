@@ -53,7 +53,7 @@ feed_entry<P> feed(const P& p, const tensor<U>& t) {
     return feed(p, t.view());
 }
 template <placeholder_c P, class U>
-feed_entry<P> feed(const P& p, const std::vector<U>& v) {
+feed_entry<P> feed(const P&, const std::vector<U>& v) {
     detail::feed_dtype_ok<P, U>();
     static_assert(shape_t<P>::is_static,
                   "typeflow: feed: a std::vector feeds only a placeholder of static shape; use tf::view(vec, dims)");

@@ -1,0 +1,236 @@
+// Session semantics: CSE, partial execution, assign ordering, feeds and their
+// errors, dyn binding, identity by name, results.
+#include <catch2/catch.hpp>
+
+#include <typeflow/typeflow.hpp>
+
+namespace tf = typeflow;
+
+TEST_CASE("a node reachable twice is computed once per run", "[session][cse]") {
+    tf::placeholder<"x", float, tf::shape<2, 3>> x;
+    tf::variable<"W", float, tf::shape<3, 3>> W{tf::init::ones{}};
+    tf::tensor<float> xb({2, 3}, {1, 2, 3, 4, 5, 6});
+    tf::session s;
+
+    SECTION("one object used twice") {
+        auto m = tf::matmul(x, W);
+        auto y = m + m;
+        auto r = s.run(y, tf::feed(x, xb));
+        CHECK(r(0, 0) == 12.f);
+        CHECK(r(1, 2) == 30.f);
+        CHECK(s.stats().evaluations == 2);  // matmul once, then the fused add
+    }
+    SECTION("two separately built nodes of one type are one node") {
+        auto y = tf::sum(tf::matmul(x, W)) + tf::sum(tf::matmul(x, W));
+        auto r = s.run(y, tf::feed(x, xb));
+        CHECK(r.item() == 2 * (6 * 3 + 15 * 3));
+        CHECK(s.stats().evaluations == 3);  // matmul, sum, add
+    }
+    SECTION("fetching a node and its consumer computes the node once") {
+        auto m = tf::matmul(x, W);
+        auto [mv, sv] = s.run(tf::fetch(m, tf::sum(m)), tf::feed(x, xb));
+        CHECK(mv(1, 0) == 15.f);
+        CHECK(sv.item() == 63.f);
+        CHECK(s.stats().evaluations == 2);
+    }
+    SECTION("subtrees holding different anonymous constants are not merged") {
+        auto y = tf::sum(x * 2.0f) + tf::sum(x * 3.0f);
+        auto r = s.run(y, tf::feed(x, xb));
+        CHECK(r.item() == Approx(21 * 2 + 21 * 3));
+    }
+    SECTION("the same anonymous constant subtree used twice is computed once") {
+        auto t = tf::sum(x * 2.0f);
+        auto r = s.run(t * t, tf::feed(x, xb));
+        CHECK(r.item() == Approx(42.f * 42.f));
+        CHECK(s.stats().evaluations == 3);  // x * 2 (a reduction's input is materialised), sum, the product
+    }
+}
+
+TEST_CASE("only the fetched subgraph runs", "[session][partial]") {
+    tf::placeholder<"a", float, tf::shape<2>> a;
+    tf::placeholder<"unfed", float, tf::shape<2>> unfed;
+    auto used = a * 2.0f;
+    auto unused_branch = unfed + 1.0f;
+    (void)unused_branch;
+    tf::session s;
+    auto r = s.run(used, tf::feed(a, std::vector<float>{1, 2}));
+    CHECK(r[0] == 2.f);
+    CHECK(r[1] == 4.f);
+    // the unfetched branch needs a feed only when it is fetched
+    CHECK_THROWS_AS(s.run(unused_branch, tf::feed(a, std::vector<float>{1, 2})), tf::error);
+}
+
+TEST_CASE("feed errors name the placeholder and both shapes", "[session][feed]") {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 3>> x;
+    tf::variable<"W", float, tf::shape<3, 2>> W{tf::init::ones{}};
+    auto y = tf::matmul(x, W);
+    tf::session s;
+    SECTION("missing feed") {
+        try {
+            s.run(y);
+            FAIL("no error");
+        } catch (const tf::error& e) {
+            CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("[?,3]") && Catch::Contains("fed"));
+        }
+    }
+    SECTION("wrong static extent") {
+        tf::tensor<float> bad({4, 2});
+        try {
+            s.run(y, tf::feed(x, bad));
+            FAIL("no error");
+        } catch (const tf::error& e) {
+            CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("[?,3]") && Catch::Contains("[4,2]"));
+        }
+    }
+    SECTION("wrong rank") {
+        tf::tensor<float> bad({12});
+        CHECK_THROWS_WITH(s.run(y, tf::feed(x, bad)), Catch::Contains("[?,3]") && Catch::Contains("[12]"));
+    }
+    SECTION("a vector of the wrong size for a static placeholder") {
+        tf::placeholder<"v", float, tf::shape<2, 2>> v;
+        CHECK_THROWS_WITH(tf::feed(v, std::vector<float>{1, 2, 3}), Catch::Contains("'v'") && Catch::Contains("[2,2]"));
+    }
+    SECTION("a failed run leaves the session usable and the plan intact") {
+        tf::tensor<float> good({2, 3}, {1, 1, 1, 2, 2, 2});
+        CHECK(s.run(y, tf::feed(x, good))(1, 1) == 6.f);
+        CHECK_THROWS_AS(s.run(y, tf::feed(x, tf::tensor<float>({2, 4}))), tf::error);
+        CHECK(s.run(y, tf::feed(x, good))(0, 0) == 3.f);
+    }
+}
+
+TEST_CASE("dyn extents are bound per run and checked across feeds", "[session][dyn]") {
+    tf::placeholder<"a", float, tf::shape<tf::dyn>> a;
+    tf::placeholder<"b", float, tf::shape<tf::dyn>> b;
+    auto y = a * b;
+    tf::session s;
+    CHECK(s.run(y, tf::feed(a, std::vector<float>{1, 2, 3}.data() ? tf::tensor<float>({3}, {1, 2, 3}) : tf::tensor<float>()),
+                tf::feed(b, tf::tensor<float>({3}, {4, 5, 6})))[2] == 18.f);
+    // a different batch size re-plans
+    auto r = s.run(y, tf::feed(a, tf::tensor<float>({2}, {1, 2})), tf::feed(b, tf::tensor<float>({2}, {3, 4})));
+    CHECK(r.size() == 2);
+    CHECK(r[1] == 8.f);
+    // an extent of 1 broadcasts, as in numpy
+    r = s.run(y, tf::feed(a, tf::tensor<float>({1}, {2})), tf::feed(b, tf::tensor<float>({3}, {1, 2, 3})));
+    CHECK(r.size() == 3);
+    CHECK(r[2] == 6.f);
+    // inconsistent extents: an error naming the op and both shapes
+    try {
+        s.run(y, tf::feed(a, tf::tensor<float>({3})), tf::feed(b, tf::tensor<float>({2})));
+        FAIL("no error");
+    } catch (const tf::error& e) {
+        CHECK_THAT(e.what(), Catch::Contains("mul") && Catch::Contains("[3]") && Catch::Contains("[2]"));
+    }
+    // and the session still works with the earlier binding
+    r = s.run(y, tf::feed(a, tf::tensor<float>({2}, {1, 2})), tf::feed(b, tf::tensor<float>({2}, {3, 4})));
+    CHECK(r[0] == 3.f);
+
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 2>> x;
+    tf::placeholder<"w", float, tf::shape<tf::dyn, 3>> w;
+    CHECK_THROWS_WITH(s.run(tf::matmul(x, w), tf::feed(x, tf::tensor<float>({4, 2})), tf::feed(w, tf::tensor<float>({5, 3}))),
+                      Catch::Contains("matmul") && Catch::Contains("[4,2]") && Catch::Contains("[5,3]"));
+}
+
+TEST_CASE("assign ops: reads see the value at the start of the run", "[session][assign]") {
+    tf::variable<"v", float, tf::shape<2>> v{tf::init::constant{1.0}};
+    tf::session s;
+
+    SECTION("assign_add returns the new value and writes it") {
+        auto r = s.run(tf::assign_add(v, 2.0f));
+        CHECK(r[0] == 3.f);
+        CHECK(v.value()[1] == 3.f);
+        s.run(tf::assign_add(v, 2.0f));
+        CHECK(v.value()[0] == 5.f);
+    }
+    SECTION("a read fetched beside a write sees the old value") {
+        auto [old, upd] = s.run(tf::fetch(v * 1.0f, tf::assign(v, v * 10.0f)));
+        CHECK(old[0] == 1.f);
+        CHECK(upd[0] == 10.f);
+        CHECK(v.value()[0] == 10.f);
+    }
+    SECTION("assign_sub and assign with broadcasting") {
+        s.run(tf::assign_sub(v, 0.5f));
+        CHECK(v.value()[0] == 0.5f);
+        tf::variable<"m", float, tf::shape<2, 2>> m;
+        tf::placeholder<"row", float, tf::shape<2>> row;
+        s.run(tf::assign(m, row), tf::feed(row, std::vector<float>{7, 8}));
+        CHECK(m.value()(1, 0) == 7.f);
+        CHECK(m.value()(1, 1) == 8.f);
+    }
+    SECTION("a control dependency orders a read after a write") {
+        auto write = tf::assign(v, 4.0f);
+        auto read_after = tf::with_dependencies(v * 1.0f, write);
+        auto [r, w] = s.run(tf::fetch(read_after, v * 1.0f));
+        CHECK(r[0] == 4.f);  // after the write
+        (void)w;
+        CHECK(v.value()[0] == 4.f);
+    }
+    SECTION("writes to a variable that feeds its own update use the old value everywhere") {
+        // v <- v + sum(v): both reads see the value before the write
+        auto r = s.run(tf::assign(v, v + tf::sum(v)));
+        CHECK(r[0] == 3.f);
+        CHECK(v.value()[1] == 3.f);
+    }
+    SECTION("a dyn-shaped value that does not fit the variable is an error and changes nothing") {
+        tf::placeholder<"d", float, tf::shape<tf::dyn>> d;
+        CHECK_THROWS_WITH(s.run(tf::assign(v, d), tf::feed(d, tf::tensor<float>({3}))),
+                          Catch::Contains("'v'") && Catch::Contains("[3]") && Catch::Contains("[2]"));
+        CHECK(v.value()[0] == 1.f);
+    }
+}
+
+TEST_CASE("one name means one variable", "[session][identity]") {
+    tf::variable<"w", float, tf::shape<2>> a{tf::init::ones{}};
+    tf::variable<"w", float, tf::shape<2>> b{tf::init::ones{}};
+    auto copy = a;  // copies share storage: the same variable
+    tf::session s;
+    CHECK(s.run(a + copy)[0] == 2.f);
+    CHECK_THROWS_WITH(s.run(a + b), Catch::Contains("'w'"));
+}
+
+TEST_CASE("results are tensors the caller may keep", "[session][results]") {
+    tf::variable<"c", float, tf::shape<3>> c{tf::init::constant{1.0}};
+    tf::session s;
+    auto step = tf::assign_add(c, 1.0f);
+    auto first = s.run(step);
+    auto second = s.run(step);
+    CHECK(first[0] == 2.f);  // not overwritten by the second run
+    CHECK(second[0] == 3.f);
+    auto [p, q] = s.run(tf::fetch(c * 2.0f, c * 2.0f));
+    CHECK(p[1] == 6.f);
+    CHECK(q[1] == 6.f);
+    // fetching a leaf returns a copy of its value
+    auto leaf = s.run(c);
+    leaf[0] = 100.f;
+    CHECK(c.value()[0] == 3.f);
+}
+
+TEST_CASE("int, double and bool graphs run", "[session][dtypes]") {
+    tf::placeholder<"i", std::int64_t, tf::shape<3>> i;
+    tf::placeholder<"d", double, tf::shape<3>> d;
+    tf::session s;
+    auto [isum, mask, dd] = s.run(tf::fetch(tf::sum(i * 2), d > 0.5, tf::cast<double>(i) / d),
+                                  tf::feed(i, std::vector<std::int64_t>{1, 2, 3}),
+                                  tf::feed(d, std::vector<double>{0.25, 1.0, 2.0}));
+    CHECK(isum.item() == 12);
+    CHECK(!mask[0]);
+    CHECK(mask[2]);
+    CHECK(dd[0] == 4.0);
+}
+
+TEST_CASE("to_dot writes one node per op with shape, dtype and device", "[dot]") {
+    tf::placeholder<"b", float, tf::shape<>> b;
+    tf::placeholder<"c", float, tf::shape<>> c;
+    auto d = b + c;
+    auto e = c + 2.0f;
+    auto a = d * e;
+    const std::string dot = tf::to_dot(a);
+    CHECK_THAT(dot, Catch::StartsWith("digraph typeflow {"));
+    CHECK_THAT(dot, Catch::Contains("placeholder \\\"b\\\"") && Catch::Contains("float32 [] @cpu"));
+    CHECK_THAT(dot, Catch::Contains("add") && Catch::Contains("mul") && Catch::Contains("constant"));
+    // b, c, d, the constant 2, e, a: six nodes and six edges
+    std::size_t nodes = 0, edges = 0;
+    for (std::size_t p = dot.find("[label"); p != std::string::npos; p = dot.find("[label", p + 1)) ++nodes;
+    for (std::size_t p = dot.find("->"); p != std::string::npos; p = dot.find("->", p + 1)) ++edges;
+    CHECK(nodes == 6);
+    CHECK(edges == 6);
+}

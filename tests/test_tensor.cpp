@@ -1,0 +1,94 @@
+// The tensor type, views, Eigen interop and initialisers.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include <typeflow/typeflow.hpp>
+
+namespace tf = typeflow;
+
+TEST_CASE("tensor: row-major storage, element access, shared copies", "[tensor]") {
+    tf::tensor<float> t({2, 3}, {1, 2, 3, 4, 5, 6});
+    CHECK(t.rank() == 2);
+    CHECK(t.size() == 6);
+    CHECK(t(1, 0) == 4.f);
+    CHECK(t[5] == 6.f);
+    auto shared = t;
+    shared(0, 0) = 9.f;
+    CHECK(t(0, 0) == 9.f);  // copies share elements
+    auto deep = t.clone();
+    deep(0, 0) = 1.f;
+    CHECK(t(0, 0) == 9.f);
+    CHECK(tf::tensor<int>({2, 2}).to_vector() == std::vector<int>{0, 0, 0, 0});
+    CHECK_THROWS_AS(tf::tensor<float>({2}, {1, 2, 3}), tf::error);
+    CHECK_THROWS_AS(t.item(), tf::error);
+    CHECK(t.reshaped({3, 2})(2, 1) == 6.f);
+    CHECK_THROWS_AS(t.reshaped({4, 2}), tf::error);
+    CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
+}
+
+TEST_CASE("tensor: zero-copy views from std::vector and Eigen", "[tensor][interop]") {
+    std::vector<float> v{1, 2, 3, 4};
+    auto view = tf::view(v, {2, 2});
+    CHECK(view.data == v.data());
+    CHECK_THROWS_AS(tf::view(v, {3, 2}), tf::error);
+
+    tf::row_matrix<float> m(2, 3);
+    m << 1, 2, 3, 4, 5, 6;
+    auto mv = tf::view(m);
+    CHECK(mv.data == m.data());
+    CHECK(mv.dims == tf::dims{2, 3});
+
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 3>> x;
+    tf::session s;
+    auto r = s.run(x * 2.0f, tf::feed(x, tf::view(m)));
+    auto rm = tf::as_matrix(r);  // a map over the result, no copy
+    CHECK(rm.data() == r.data());
+    CHECK(rm(1, 2) == 12.f);
+    Eigen::VectorXd ev(3);
+    ev << 1, 2, 3;
+    CHECK(tf::view(ev).dims == tf::dims{3});
+}
+
+TEST_CASE("initialisers are reproducible and have the documented statistics", "[init]") {
+    tf::variable<"a", float, tf::shape<200, 100>> a{tf::init::glorot_uniform{}};
+    tf::variable<"a", float, tf::shape<200, 100>> a2{tf::init::glorot_uniform{}};
+    tf::variable<"b", float, tf::shape<200, 100>> b{tf::init::glorot_uniform{}};
+    CHECK(a.value().to_vector() == a2.value().to_vector());  // same name, same values
+    CHECK(a.value().to_vector() != b.value().to_vector());   // another name, other values
+    const double limit = std::sqrt(6.0 / 300.0);
+    double mx = 0, sum = 0;
+    for (float v : a.value().to_vector()) {
+        mx = std::max(mx, std::abs(static_cast<double>(v)));
+        sum += v;
+    }
+    CHECK(mx <= limit);
+    CHECK(mx > 0.95 * limit);
+    CHECK(std::abs(sum / 20000) < 0.01);
+
+    tf::variable<"h", double, tf::shape<400, 50>> h{tf::init::he_normal{7}};
+    double s2 = 0, m = 0;
+    for (double v : h.value().to_vector()) {
+        s2 += v * v;
+        m = std::max(m, std::abs(v));
+    }
+    CHECK(std::sqrt(s2 / 20000) == Approx(std::sqrt(2.0 / 400)).epsilon(0.03));
+    CHECK(m <= 2 * std::sqrt(2.0 / 400) / 0.87962566103423978 + 1e-12);
+
+    tf::variable<"n", double, tf::shape<10000>> n{tf::init::normal{1.0, 2.0, 42}};
+    double nm = 0, nv = 0;
+    for (double v : n.value().to_vector()) nm += v;
+    nm /= 10000;
+    for (double v : n.value().to_vector()) nv += (v - nm) * (v - nm);
+    CHECK(nm == Approx(1.0).margin(0.06));
+    CHECK(std::sqrt(nv / 9999) == Approx(2.0).epsilon(0.03));
+
+    tf::variable<"u", float, tf::shape<1000>> u{tf::init::uniform{2.0, 3.0, 1}};
+    for (float v : u.value().to_vector()) REQUIRE((v >= 2.f && v < 3.f));
+    tf::variable<"c", std::int32_t, tf::shape<3>> c{tf::init::constant{5}};
+    CHECK(c.value().to_vector() == std::vector<std::int32_t>{5, 5, 5});
+    tf::variable<"o", float, tf::shape<2>> o{tf::init::ones{}, tf::non_trainable};
+    CHECK(!o.trainable());
+    CHECK(o.value()[1] == 1.f);
+    CHECK_THROWS_AS(o.load(tf::tensor<float>({3}).view()), tf::error);
+}
