@@ -52,13 +52,14 @@ struct variable_state {
 /// Copies share one storage; the session checks that one name means one storage.
 template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu>
 class variable : public detail::leaf_base {
-    static constexpr bool shape_ok = [] {
+    static constexpr bool check_shape() {
         if constexpr (!S::is_static) {
             diagnostic::variable_shape_must_be_static<variable, S> error;
         }
         static_assert(S::is_static, "typeflow: variable: the shape of a variable must be fully static (no tf::dyn)");
-        return S::is_static;
-    }();
+        return true;
+    }
+    static_assert(check_shape());
 
 public:
     using value_type = T;

@@ -45,8 +45,9 @@ constexpr bool feed_dtype_ok() {
 /// static shape) a std::vector holding exactly that many elements.
 template <placeholder_c P, class U>
 feed_entry<P> feed(const P&, tensor_view<U> v) {
-    detail::feed_dtype_ok<P, std::remove_const_t<U>>();
-    return {{v.data, v.dims}};
+    static_assert(detail::feed_dtype_ok<P, std::remove_const_t<U>>());
+    if constexpr (std::is_same_v<value_type_t<P>, std::remove_const_t<U>>) return {{v.data, v.dims}};
+    else return {};
 }
 template <placeholder_c P, class U>
 feed_entry<P> feed(const P& p, const tensor<U>& t) {
@@ -54,7 +55,7 @@ feed_entry<P> feed(const P& p, const tensor<U>& t) {
 }
 template <placeholder_c P, class U>
 feed_entry<P> feed(const P&, const std::vector<U>& v) {
-    detail::feed_dtype_ok<P, U>();
+    static_assert(detail::feed_dtype_ok<P, U>());
     static_assert(shape_t<P>::is_static,
                   "typeflow: feed: a std::vector feeds only a placeholder of static shape; use tf::view(vec, dims)");
     if (static_cast<index_t>(v.size()) != shape_t<P>::numel)

@@ -61,7 +61,7 @@ class plan final : public plan_base {
     template <class T>
     static constexpr std::size_t idx = G::template index_of<T>;
 
-    static constexpr bool all_on_cpu = []<class... Ts>(meta::list<Ts...>) { return (on_cpu<Ts>() && ...); }(nodes{});
+    static_assert([]<class... Ts>(meta::list<Ts...>) { return (on_cpu<Ts>() && ...); }(nodes{}));
 
     struct instance {
         const void* obj = nullptr;  // the node object (any of them, for a pure node)
