@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include <typeflow/core/axes.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/elementwise.hpp>
 
@@ -18,37 +19,6 @@ struct keepdims_t {};
 inline constexpr keepdims_t keepdims{};
 
 namespace detail {
-// Normalised axis mask of a reduction over Axes (none = all) of a rank-R shape;
-// ok is false for an axis out of range or given twice.
-struct axis_mask {
-    std::array<bool, max_rank> reduced{};
-    bool ok = true;
-};
-template <index_t... Axes>
-constexpr axis_mask make_axis_mask(std::size_t rank) {
-    axis_mask m;
-    if constexpr (sizeof...(Axes) == 0) {
-        for (std::size_t i = 0; i < rank; ++i) m.reduced[i] = true;
-    } else {
-        for (index_t a : {Axes...}) {
-            const index_t n = a < 0 ? a + static_cast<index_t>(rank) : a;
-            if (n < 0 || n >= static_cast<index_t>(rank) || m.reduced[static_cast<std::size_t>(n)]) {
-                m.ok = false;
-                continue;
-            }
-            m.reduced[static_cast<std::size_t>(n)] = true;
-        }
-    }
-    return m;
-}
-constexpr dims reduced_dims(const dims& in, const axis_mask& m, bool keep) {
-    dims out;
-    for (std::size_t i = 0; i < in.rank; ++i) {
-        if (!m.reduced[i]) out.d[out.rank++] = in.d[i];
-        else if (keep) out.d[out.rank++] = 1;
-    }
-    return out;
-}
 constexpr std::string_view reduction_name(reduction r) {
     switch (r) {
         case reduction::sum: return "sum";

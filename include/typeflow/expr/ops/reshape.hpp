@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include <typeflow/core/axes.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/elementwise.hpp>
 

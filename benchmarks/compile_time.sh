@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# benchmarks/compile_time.sh — compile-time and compile-memory benchmarks.
+#
+#   benchmarks/compile_time.sh            # from anywhere; REPEATS=3 by default
+#   REPEATS=5 CXX=g++-13 benchmarks/compile_time.sh
+#   DEPTHS="25 50" benchmarks/compile_time.sh
+#
+# 1. compile_mlp: `g++ -std=c++20 -O2` (compile and link) of
+#    benchmarks/compile/mlp_typeflow.cpp against its twin mlp_eigen.cpp (the
+#    same 784-256-128-10 MLP forward pass written by hand in Eigen). Prints
+#      compile_mlp typeflow=<s> eigen=<s> ratio=<eigen/typeflow>
+#      compile_mlp_peak typeflow=<MB> eigen=<MB> ratio=<eigen/typeflow>
+#    Budget (DESIGN.md): typeflow at most 1.5x Eigen, i.e. ratio >= 0.667.
+# 2. compile_chain: a generated program with a residual chain
+#      auto hK = tf::tanh(hK-1 * w + hK-1);     K = 1..D
+#    (h0 a placeholder of shape [dyn,16], w a variable of shape [16]) run
+#    through a session, for D in $DEPTHS (25 50 100 200), plus the empty
+#    program (`int main() {}` including <typeflow/typeflow.hpp>) as baseline:
+#      compile_chain depth=<D|empty> seconds=<s> peak_mb=<MB>
+#    Budget: depth 100 under 3 s and 0.5 GB beyond the empty program; growth
+#    no worse than quadratic. The depth-200 program is then run once.
+#
+# Time is the compiler's CPU time (user + sys, as /usr/bin/time -v reports
+# it), which the load of other processes on a shared machine inflates far less
+# than the wall clock; the wall clock is shown too (on stderr). Each figure is
+# the median of $REPEATS compiles, typeflow and peer interleaved. Peak memory
+# is the largest "Maximum resident set size" of the compiler processes (cc1plus).
+# Compiles run under `nice`. This script installs nothing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+CXX="${CXX:-g++}"
+REPEATS="${REPEATS:-3}"
+DEPTHS="${DEPTHS:-25 50 100 200}"
+EIGEN_INC="${EIGEN_INC:-/usr/include/eigen3}"
+FLAGS=(-std=c++20 -O2 -I"$root/include" -I"$EIGEN_INC")
+
+if [[ ! -x /usr/bin/time ]]; then
+    echo "compile_time.sh: /usr/bin/time is missing (Debian/Ubuntu: apt-get install time); nothing measured" >&2
+    exit 2
+fi
+command -v "$CXX" >/dev/null || { echo "compile_time.sh: compiler '$CXX' not found" >&2; exit 2; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/typeflow_compile_time.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+echo "# $("$CXX" --version | head -n1); flags: ${FLAGS[*]}; repeats: $REPEATS; work dir $work" >&2
+
+# compile_once <source> <output> -> prints "<cpu_s> <wall_s> <peak_kb>"
+compile_once() {
+    local src="$1" out="$2" log="$work/time.log"
+    if ! nice /usr/bin/time -v -o "$log" "$CXX" "${FLAGS[@]}" "$src" -o "$out" 2>"$work/cc.err"; then
+        echo "compile_time.sh: compiling $src failed:" >&2
+        head -n 30 "$work/cc.err" >&2
+        exit 1
+    fi
+    awk -F': ' '
+        /User time \(seconds\)/   { u = $2 }
+        /System time \(seconds\)/ { s = $2 }
+        /Elapsed \(wall clock\)/  { n = split($2, p, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + p[i] }
+        /Maximum resident set size/ { m = $2 }
+        END { printf "%.3f %.3f %d\n", u + s, w, m }' "$log"
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# measure <name>... : compiles $work/<name>.cpp (or the path in src_<name>)
+# REPEATS times, interleaved; sets cpu_<name>, wall_<name>, peak_<name> (MB).
+measure() {
+    local r name src res
+    declare -gA CPU WALL PEAK
+    for name in "$@"; do CPU[$name]=""; WALL[$name]=""; PEAK[$name]=""; done
+    for ((r = 0; r < REPEATS; r++)); do
+        for name in "$@"; do
+            src="${SRC[$name]}"
+            res="$(compile_once "$src" "$work/$name.bin")"
+            read -r c w m <<<"$res"
+            CPU[$name]+=" $c"; WALL[$name]+=" $w"; PEAK[$name]+=" $m"
+            echo "#   $name: cpu ${c}s wall ${w}s peak $((m / 1024)) MB" >&2
+        done
+    done
+    for name in "$@"; do
+        CPU[$name]="$(echo "${CPU[$name]}" | median)"
+        WALL[$name]="$(echo "${WALL[$name]}" | median)"
+        PEAK[$name]="$(echo "${PEAK[$name]}" | median | awk '{ printf "%.0f", $1 / 1024 }')"
+    done
+}
+declare -A SRC
+
+# ---- 1. the MLP, typeflow vs Eigen -------------------------------------------
+SRC[mlp_typeflow]="$here/compile/mlp_typeflow.cpp"
+SRC[mlp_eigen]="$here/compile/mlp_eigen.cpp"
+measure mlp_typeflow mlp_eigen
+for p in mlp_typeflow mlp_eigen; do echo "#   $p prints: $("$work/$p.bin")" >&2; done
+awk -v t="${CPU[mlp_typeflow]}" -v e="${CPU[mlp_eigen]}" \
+    'BEGIN { printf "compile_mlp typeflow=%.2f eigen=%.2f ratio=%.3f\n", t, e, e / t }'
+awk -v t="${PEAK[mlp_typeflow]}" -v e="${PEAK[mlp_eigen]}" \
+    'BEGIN { printf "compile_mlp_peak typeflow=%d eigen=%d ratio=%.3f\n", t, e, e / t }'
+echo "#   (wall clock, median: typeflow ${WALL[mlp_typeflow]} s, eigen ${WALL[mlp_eigen]} s)" >&2
+
+# ---- 2. compile-time scaling: a residual tanh chain of depth D -----------------
+gen_chain() {  # gen_chain <depth> <file>
+    local d="$1" k
+    {
+        echo '// generated by benchmarks/compile_time.sh: residual chain of depth '"$d"
+        echo '#include <cmath>'
+        echo '#include <cstdio>'
+        echo '#include <typeflow/typeflow.hpp>'
+        echo 'namespace tf = typeflow;'
+        echo 'int main() {'
+        echo '    tf::placeholder<"h0", float, tf::shape<tf::dyn, 16>> h0;'
+        echo '    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};'
+        for ((k = 1; k <= d; k++)); do
+            echo "    auto h$k = tf::tanh(h$((k - 1)) * w + h$((k - 1)));"
+        done
+        echo '    tf::tensor<float> x({4, 16});'
+        echo '    for (long i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>(i) - 0.3f;'
+        echo '    tf::session s;'
+        echo "    const tf::tensor<float> out = s.run(h$d, tf::feed(h0, x));"
+        echo '    double sum = 0;'
+        echo '    bool finite = out.size() == x.size();'
+        echo '    for (long i = 0; i < out.size(); ++i) { sum += out[i]; finite = finite && std::isfinite(out[i]); }'
+        echo "    std::printf(\"chain depth=$d sum=%.6f finite=%s\\n\", sum, finite ? \"yes\" : \"NO\");"
+        echo '    return finite ? 0 : 1;'
+        echo '}'
+    } >"$2"
+}
+printf '#include <typeflow/typeflow.hpp>\nint main() {}\n' >"$work/chain_empty.cpp"
+SRC[chain_empty]="$work/chain_empty.cpp"
+names=(chain_empty)
+for d in $DEPTHS; do
+    gen_chain "$d" "$work/chain_$d.cpp"
+    SRC[chain_$d]="$work/chain_$d.cpp"
+    names+=("chain_$d")
+done
+measure "${names[@]}"
+printf 'compile_chain depth=empty seconds=%.2f peak_mb=%d\n' "${CPU[chain_empty]}" "${PEAK[chain_empty]}"
+for d in $DEPTHS; do
+    printf 'compile_chain depth=%d seconds=%.2f peak_mb=%d\n' "$d" "${CPU[chain_$d]}" "${PEAK[chain_$d]}"
+done
+# beyond the empty program, and the growth exponent between successive depths
+prev=""
+for d in $DEPTHS; do
+    awk -v d="$d" -v t="${CPU[chain_$d]}" -v m="${PEAK[chain_$d]}" -v t0="${CPU[chain_empty]}" -v m0="${PEAK[chain_empty]}" \
+        -v pd="$prev" -v pt="${prev:+${CPU[chain_$prev]}}" -v pm="${prev:+${PEAK[chain_$prev]}}" 'BEGIN {
+        printf "#   depth %d: +%.2f s, +%d MB beyond the empty program", d, t - t0, m - m0
+        if (pd != "" && pt - t0 > 0 && t - t0 > 0)
+            printf "; growth exponent vs depth %d: time %.2f", pd, log((t - t0) / (pt - t0)) / log(d / pd)
+        if (pd != "" && pm - m0 > 0 && m - m0 > 0)
+            printf ", memory %.2f", log((m - m0) / (pm - m0)) / log(d / pd)
+        printf "\n" }' >&2
+    prev="$d"
+done
+last="${DEPTHS##* }"
+echo "#   running the depth-$last program:" >&2
+"$work/chain_$last.bin"
