@@ -1,0 +1,17 @@
+# Checks that the lines of SOURCE between "// readme-begin" and "// readme-end"
+# appear verbatim in README.
+file(READ "${SOURCE}" src)
+file(READ "${README}" readme)
+string(FIND "${src}" "// readme-begin\n" b)
+string(FIND "${src}" "// readme-end" e)
+if(b EQUAL -1 OR e EQUAL -1)
+  message(FATAL_ERROR "${SOURCE}: no readme-begin / readme-end markers")
+endif()
+math(EXPR b "${b} + 16")
+math(EXPR n "${e} - ${b}")
+string(SUBSTRING "${src}" ${b} ${n} snippet)
+string(FIND "${readme}" "${snippet}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "README.md does not contain the code of ${SOURCE} between its markers; copy it again")
+endif()
+message(STATUS "README tour matches ${SOURCE}")
