@@ -69,6 +69,26 @@ constexpr auto binary_rule() {
     return result_traits<typename Rule::template result<value_type_t<A>>, S, device_t<A>>{};
 }
 
+/// Declares the tag of a unary element-wise op: its name, dtype rule and
+/// Eigen array form (an expression in `a`).
+#define TYPEFLOW_UNARY_OP(NAME, RULE, ARRAY)                                    \
+    struct NAME {                                                               \
+        static constexpr op_kind kind = op_kind::elementwise;                   \
+        static constexpr std::string_view name = #NAME;                         \
+        template <class A>                                                      \
+        using traits = decltype(unary_rule<NAME, rule::RULE, A>());             \
+        static auto array(const auto& a) { return ARRAY; }                      \
+    };
+/// Declares the tag of a binary element-wise op (array form in `a`, `b`).
+#define TYPEFLOW_BINARY_OP(NAME, RULE, ARRAY)                                   \
+    struct NAME {                                                               \
+        static constexpr op_kind kind = op_kind::elementwise;                   \
+        static constexpr std::string_view name = #NAME;                         \
+        template <class A, class B>                                             \
+        using traits = decltype(binary_rule<NAME, rule::RULE, A, B>());         \
+        static auto array(const auto& a, const auto& b) { return ARRAY; }       \
+    };
+
 /// Operands of a binary op: two expressions, or one and an arithmetic scalar.
 template <class A, class B>
 concept binary_operands = (expression<A> && (expression<B> || std::is_arithmetic_v<std::remove_cvref_t<B>>)) ||

@@ -5,62 +5,14 @@
 
 namespace typeflow {
 namespace op {
-struct add {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "add";
-    template <class A, class B>
-    using traits = decltype(binary_rule<add, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a + b; }
-};
-struct sub {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "sub";
-    template <class A, class B>
-    using traits = decltype(binary_rule<sub, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a - b; }
-};
-struct mul {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "mul";
-    template <class A, class B>
-    using traits = decltype(binary_rule<mul, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a * b; }
-};
-struct div {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "div";
-    template <class A, class B>
-    using traits = decltype(binary_rule<div, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a / b; }
-};
-struct pow {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "pow";
-    template <class A, class B>
-    using traits = decltype(binary_rule<pow, rule::floating, A, B>());
-    static auto array(const auto& a, const auto& b) { return a.pow(b); }
-};
-struct maximum {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "maximum";
-    template <class A, class B>
-    using traits = decltype(binary_rule<maximum, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a.max(b); }
-};
-struct minimum {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "minimum";
-    template <class A, class B>
-    using traits = decltype(binary_rule<minimum, rule::numeric, A, B>());
-    static auto array(const auto& a, const auto& b) { return a.min(b); }
-};
-struct neg {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "neg";
-    template <class A>
-    using traits = decltype(unary_rule<neg, rule::numeric, A>());
-    static auto array(const auto& a) { return -a; }
-};
+TYPEFLOW_BINARY_OP(add, numeric, a + b)
+TYPEFLOW_BINARY_OP(sub, numeric, a - b)
+TYPEFLOW_BINARY_OP(mul, numeric, a * b)
+TYPEFLOW_BINARY_OP(div, numeric, a / b)
+TYPEFLOW_BINARY_OP(pow, floating, a.pow(b))
+TYPEFLOW_BINARY_OP(maximum, numeric, a.max(b))
+TYPEFLOW_BINARY_OP(minimum, numeric, a.min(b))
+TYPEFLOW_UNARY_OP(neg, numeric, -a)
 }  // namespace op
 
 /// Element-wise a + b with broadcasting.

@@ -4,21 +4,12 @@
 
 namespace typeflow {
 namespace op {
-#define TYPEFLOW_COMPARE_OP(NAME, RULE, SYM)                                   \
-    struct NAME {                                                              \
-        static constexpr op_kind kind = op_kind::elementwise;                  \
-        static constexpr std::string_view name = #NAME;                        \
-        template <class A, class B>                                            \
-        using traits = decltype(binary_rule<NAME, rule::RULE, A, B>());        \
-        static auto array(const auto& a, const auto& b) { return a SYM b; }    \
-    };
-TYPEFLOW_COMPARE_OP(less, ordering, <)
-TYPEFLOW_COMPARE_OP(less_equal, ordering, <=)
-TYPEFLOW_COMPARE_OP(greater, ordering, >)
-TYPEFLOW_COMPARE_OP(greater_equal, ordering, >=)
-TYPEFLOW_COMPARE_OP(equal, equality, ==)
-TYPEFLOW_COMPARE_OP(not_equal, equality, !=)
-#undef TYPEFLOW_COMPARE_OP
+TYPEFLOW_BINARY_OP(less, ordering, a < b)
+TYPEFLOW_BINARY_OP(less_equal, ordering, a <= b)
+TYPEFLOW_BINARY_OP(greater, ordering, a > b)
+TYPEFLOW_BINARY_OP(greater_equal, ordering, a >= b)
+TYPEFLOW_BINARY_OP(equal, equality, a == b)
+TYPEFLOW_BINARY_OP(not_equal, equality, a != b)
 }  // namespace op
 
 /// a < b, element-wise, as bool.

@@ -4,27 +4,9 @@
 
 namespace typeflow {
 namespace op {
-struct logical_and {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "logical_and";
-    template <class A, class B>
-    using traits = decltype(binary_rule<logical_and, rule::logical, A, B>());
-    static auto array(const auto& a, const auto& b) { return a && b; }
-};
-struct logical_or {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "logical_or";
-    template <class A, class B>
-    using traits = decltype(binary_rule<logical_or, rule::logical, A, B>());
-    static auto array(const auto& a, const auto& b) { return a || b; }
-};
-struct logical_not {
-    static constexpr op_kind kind = op_kind::elementwise;
-    static constexpr std::string_view name = "logical_not";
-    template <class A>
-    using traits = decltype(unary_rule<logical_not, rule::logical, A>());
-    static auto array(const auto& a) { return a == false; }
-};
+TYPEFLOW_BINARY_OP(logical_and, logical, a && b)
+TYPEFLOW_BINARY_OP(logical_or, logical, a || b)
+TYPEFLOW_UNARY_OP(logical_not, logical, a == false)
 }  // namespace op
 
 /// Element-wise a AND b on bool tensors.

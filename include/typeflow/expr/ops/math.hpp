@@ -5,14 +5,6 @@
 
 namespace typeflow {
 namespace op {
-#define TYPEFLOW_UNARY_OP(NAME, RULE, BODY)                                    \
-    struct NAME {                                                              \
-        static constexpr op_kind kind = op_kind::elementwise;                  \
-        static constexpr std::string_view name = #NAME;                        \
-        template <class A>                                                     \
-        using traits = decltype(unary_rule<NAME, rule::RULE, A>());            \
-        static auto array(const auto& a) { return BODY; }                      \
-    };
 TYPEFLOW_UNARY_OP(exp, floating, a.exp())
 TYPEFLOW_UNARY_OP(log, floating, a.log())
 TYPEFLOW_UNARY_OP(sqrt, floating, a.sqrt())
@@ -22,7 +14,6 @@ TYPEFLOW_UNARY_OP(tanh, floating, a.tanh())
 TYPEFLOW_UNARY_OP(abs, numeric, a.abs())
 TYPEFLOW_UNARY_OP(square, numeric, a.square())
 TYPEFLOW_UNARY_OP(relu, numeric, a.max(typename std::remove_cvref_t<decltype(a)>::Scalar(0)))
-#undef TYPEFLOW_UNARY_OP
 }  // namespace op
 
 /// e^x, element-wise.
