@@ -268,13 +268,7 @@ private:
         std::array<backend::eigen::region_layout, N> regions;
         [&]<class... Ts>(meta::list<Ts...>) { (plan_region_of<Ts>(d, regions), ...); }(nodes{});
         // buffers: every materialised, non-view, non-fetched instance
-        std::array<std::size_t, N> last{};
-        for (std::size_t i = 0; i < N; ++i) last[i] = i;
-        for (const graph::edge& e : G::edges) last[e.child] = std::max(last[e.child], e.parent);
-        for (std::size_t i = N; i-- > 0;)  // a view's readers read its source
-            if (G::flags[i].kind == op_kind::view)
-                for (const graph::edge& e : G::edges)
-                    if (e.parent == i) last[e.child] = std::max(last[e.child], last[i]);
+        const std::array<std::size_t, N> last = last_reads();
         std::vector<buffer_request> reqs;
         std::vector<std::pair<std::size_t, std::size_t>> owner;  // (node, instance)
         [&]<class... Ts>(meta::list<Ts...>) {
@@ -302,6 +296,25 @@ private:
             inst_[owner[r].first][owner[r].second].buf = arena_.get() + reqs[r].offset;
         fed_dims_ = fed;
         bound_ = true;
+    }
+    // The step after which each node's value is no longer read. A fused node is
+    // read when the root of its region runs; a view's readers read its
+    // source; fetched views and leaves are copied out after the last step.
+    static constexpr std::array<std::size_t, N> last_reads() {
+        std::array<std::size_t, N> step{}, last{};
+        for (std::size_t i = N; i-- > 0;) {
+            step[i] = i;
+            if (!G::flags[i].leaf && !G::flags[i].materialized)  // fused: used exactly once
+                for (const graph::edge& e : G::edges)
+                    if (e.child == i) step[i] = step[e.parent];
+        }
+        for (std::size_t i = 0; i < N; ++i) last[i] = G::flags[i].fetched ? N : i;
+        for (const graph::edge& e : G::edges) last[e.child] = std::max(last[e.child], step[e.parent]);
+        for (std::size_t i = N; i-- > 0;)
+            if (G::flags[i].kind == op_kind::view)
+                for (const graph::edge& e : G::edges)
+                    if (e.parent == i) last[e.child] = std::max(last[e.child], last[i]);
+        return last;
     }
     template <class T>
     void plan_region_of(const std::array<dims, N>& d, std::array<backend::eigen::region_layout, N>& regions) {

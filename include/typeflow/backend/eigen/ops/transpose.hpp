@@ -31,7 +31,7 @@ struct kernel<op::permute<P...>> {
             }
             const index_t total = d.numel();
             if (total == 0) return;
-            if constexpr (r == 2) {
+            if constexpr (r == 2 && perm[0] == 1) {
                 using mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
                 Eigen::Map<mat>(out, d.d[1], d.d[0]) = Eigen::Map<const mat>(in, d.d[0], d.d[1]).transpose();
             } else {
