@@ -1,0 +1,16 @@
+# Tests of the distributed runtime; included by cmake/dist.cmake.
+find_package(Catch2 2 REQUIRED)
+
+set(_td ${TYPEFLOW_DIST_DIR}/tests/dist)
+
+add_library(typeflow_dist_catch_main OBJECT ${_td}/catch_main.cpp)
+target_link_libraries(typeflow_dist_catch_main PUBLIC Catch2::Catch2)
+target_compile_features(typeflow_dist_catch_main PUBLIC cxx_std_20)
+
+# Single-process unit tests (Catch2).
+foreach(_t spec)
+  add_executable(dist_test_${_t} ${_td}/test_${_t}.cpp)
+  target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_dist_catch_main)
+  add_test(NAME dist.${_t} COMMAND dist_test_${_t})
+  set_tests_properties(dist.${_t} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
