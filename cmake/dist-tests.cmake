@@ -8,7 +8,7 @@ target_link_libraries(typeflow_dist_catch_main PUBLIC Catch2::Catch2)
 target_compile_features(typeflow_dist_catch_main PUBLIC cxx_std_20)
 
 # Single-process unit tests (Catch2).
-foreach(_t spec frame)
+foreach(_t spec frame transport)
   add_executable(dist_test_${_t} ${_td}/test_${_t}.cpp)
   target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_dist_catch_main)
   add_test(NAME dist.${_t} COMMAND dist_test_${_t})
