@@ -14,3 +14,9 @@ foreach(_t spec frame transport)
   add_test(NAME dist.${_t} COMMAND dist_test_${_t})
   set_tests_properties(dist.${_t} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+
+# Launcher behaviour (shell driver).
+add_executable(dist_launch_probe ${_td}/launch_probe.cpp)
+target_link_libraries(dist_launch_probe PRIVATE typeflow_dist)
+add_test(NAME dist.launcher COMMAND bash ${_td}/launcher_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_launch_probe>)
+set_tests_properties(dist.launcher PROPERTIES TIMEOUT 60 LABELS dist)
