@@ -20,3 +20,16 @@ add_executable(dist_launch_probe ${_td}/launch_probe.cpp)
 target_link_libraries(dist_launch_probe PRIVATE typeflow_dist)
 add_test(NAME dist.launcher COMMAND bash ${_td}/launcher_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_launch_probe>)
 set_tests_properties(dist.launcher PROPERTIES TIMEOUT 60 LABELS dist)
+
+# Multi-process collectives via the launcher: 2, 3, 4 tasks; 64 MiB cases with 2 and 4.
+add_executable(dist_collectives_test ${_td}/collectives_test.cpp)
+target_link_libraries(dist_collectives_test PRIVATE typeflow_dist)
+foreach(_n 2 3 4)
+  set(_args)
+  if(NOT _n EQUAL 3)
+    set(_args --large)
+  endif()
+  add_test(NAME dist.collectives.np${_n}
+           COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_collectives_test> ${_args})
+  set_tests_properties(dist.collectives.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()

@@ -267,9 +267,8 @@ struct transport_impl {
     }
 
     void open_acceptor() {
-        static std::atomic<bool> inherited_used{false};
         const char* fd_env = std::getenv("TYPEFLOW_LISTEN_FD");
-        if (fd_env && *fd_env && !inherited_used.exchange(true)) {
+        if (fd_env && *fd_env) {
             // Listening socket handed down by typeflow-launch (no port race).
             int fd = ::dup(std::atoi(fd_env));
             if (fd < 0) throw error(spec.task.name() + ": TYPEFLOW_LISTEN_FD=" + fd_env + " is not an open socket");
@@ -637,6 +636,12 @@ struct transport_impl {
                             co_await asio::async_read(*sock, asio::buffer(u.data), progress, asio::use_awaitable);
                         p.unexpected_bytes += h.length;
                         p.unexpected.push_back(std::move(u));
+                        // A receive may have been posted while the payload was read.
+                        while (!p.unexpected.empty() && !p.recvq.empty() && !failed.load()) {
+                            auto req = p.recvq.front();
+                            p.recvq.pop_front();
+                            post_recv(p, req);
+                        }
                         break;
                     }
                     // Too much buffered: stop reading until a receive is posted.
