@@ -63,6 +63,9 @@ public:
     /// `deadline` passed (which fails the transport).
     void wait(const request& r, std::chrono::steady_clock::time_point deadline);
 
+    /// True once `r` has completed (never blocks).
+    bool done(const request& r) const noexcept;
+
     /// Fails the transport with `reason` and tells the peers. Idempotent.
     void abort(const std::string& reason);
     bool failed() const noexcept;

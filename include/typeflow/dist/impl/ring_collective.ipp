@@ -145,8 +145,33 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     };
     for (std::size_t m = 0; m + 1 < K; ++m) post(m);
     const std::size_t own_begin = ch(r).begin;
+
+    // All-gather items: step s sends chunk (r - s), receives chunk (r - s - 1)
+    // straight into `out`. The receive of gather item k overwrites the region
+    // that reduce-scatter send k reads (same chunks, same segments, same
+    // order), so it is posted once that send is done and every
+    // reduce-scatter receive has been posted (one FIFO per peer).
+    std::vector<item> gitems;
+    if (gather_after)
+        for (int s = 0; s <= N - 2; ++s) {
+            auto c = ch(mod(r - s - 1));
+            detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { gitems.push_back({b, e, s}); });
+        }
+    std::vector<request> grecvs;
+    grecvs.reserve(gitems.size());
+    auto post_gather = [&](bool block) {
+        while (grecvs.size() < gitems.size() && grecvs.size() < sends.size()) {
+            auto& q = sends[grecvs.size()];
+            if (!block && !t_->done(q)) return;
+            t_->wait(q, dl);
+            const auto& it = gitems[grecvs.size()];
+            grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+        }
+    };
+
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (i + K - 1 < items.size()) post(i + K - 1);
+        else if (gather_after) post_gather(false);
         t_->wait(recvs[i], dl);
         recvs[i].reset();
         const auto& it = items[i];
@@ -163,18 +188,11 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
             ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
         }
     }
-    for (auto& q : sends) t_->wait(q, dl);
-    if (!gather_after) return;
-
-    // All-gather: step s sends chunk (r - s), receives chunk (r - s - 1) straight into `out`.
-    std::vector<item> gitems;
-    for (int s = 0; s <= N - 2; ++s) {
-        auto c = ch(mod(r - s - 1));
-        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { gitems.push_back({b, e, s}); });
+    if (!gather_after) {
+        for (auto& q : sends) t_->wait(q, dl);
+        return;
     }
-    std::vector<request> grecvs;
-    grecvs.reserve(gitems.size());
-    for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+    post_gather(true);
     for (std::size_t i = 0; i < gitems.size(); ++i) {
         t_->wait(grecvs[i], dl);
         const auto& it = gitems[i];

@@ -885,6 +885,8 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
 
 inline void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) { impl_->wait(r, deadline); }
 
+inline bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
+
 inline void transport::abort(const std::string& reason) {
     if (!impl_->failed.load()) impl_->abort_from_caller(reason);
 }

@@ -1,0 +1,5 @@
+# Benchmarks of the distributed runtime; included by cmake/dist.cmake.
+set(_bd ${TYPEFLOW_DIST_DIR}/benchmarks/dist)
+add_executable(bench_dist_typeflow ${_bd}/bench_typeflow.cpp)
+target_link_libraries(bench_dist_typeflow PRIVATE typeflow_dist)
+target_compile_options(bench_dist_typeflow PRIVATE -O2)
