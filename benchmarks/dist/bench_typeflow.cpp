@@ -2,7 +2,7 @@
 // Prints per size: p50/p99 latency in microseconds, algbw and busbw (nccl-tests
 // definitions: algbw = bytes / time, busbw = algbw * 2(n-1)/n). Every result is
 // checked (inputs are small integers, so sums are exact).
-//   bench_typeflow [min_bytes max_bytes iters]
+//   bench_typeflow [min_bytes max_bytes iters segment_bytes]
 #include <typeflow/dist.hpp>
 
 #include <algorithm>
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     int iters_arg = argc > 3 ? std::atoi(argv[3]) : 0;
     auto spec = tfd::cluster_spec::from_env();
     tfd::ring_collective c(spec);
+    if (argc > 4) c.set_segment_bytes(std::strtoull(argv[4], nullptr, 10));
     const int N = c.size(), r = c.rank();
     for (std::size_t bytes = lo; bytes <= hi; bytes *= 4) {
         const std::size_t n = bytes / 4;
@@ -45,5 +46,9 @@ int main(int argc, char** argv) {
             std::printf("allreduce_f32_sum bytes=%zu np=%d typeflow p50_us=%.1f p99_us=%.1f algbw_GBps=%.3f busbw_GBps=%.3f\n",
                         bytes, N, p50, p99, algbw, algbw * 2.0 * (N - 1) / N);
     }
+    auto st = c.get_transport().stats();
+    std::fprintf(stderr, "rank %d: %llu data frames sent, %llu received, %llu unexpected, %llu heartbeats\n", r,
+                 (unsigned long long)st.data_frames_sent, (unsigned long long)st.data_frames_received,
+                 (unsigned long long)st.unexpected_frames, (unsigned long long)st.heartbeats_sent);
     return 0;
 }

@@ -20,6 +20,15 @@ struct req_state;
 struct transport_impl;
 } // namespace detail
 
+/// Counters of a transport, for tests and tuning.
+struct transport_stats {
+    std::uint64_t data_frames_sent = 0;
+    std::uint64_t data_frames_received = 0;
+    /// Data frames that arrived before their receive was posted (copied once).
+    std::uint64_t unexpected_frames = 0;
+    std::uint64_t heartbeats_sent = 0;
+};
+
 /// A send or receive in flight; complete it with `transport::wait`.
 using request = std::shared_ptr<detail::req_state>;
 
@@ -57,12 +66,15 @@ public:
     request send(int peer, const frame_header& h, const void* payload);
     /// Starts receiving the next data frame from `peer` into `payload`. The
     /// frame's header must equal `expected`, else the transport fails with a
-    /// mismatch error naming both headers.
+    /// mismatch error naming both headers. Bytes still being read by a queued
+    /// send are never overwritten: such a frame is held until the send is done.
     request recv(int peer, const frame_header& expected, void* payload);
     /// Blocks until `r` completes; throws `error` if the transport failed or
     /// `deadline` passed (which fails the transport).
     void wait(const request& r, std::chrono::steady_clock::time_point deadline);
 
+    /// Counters so far.
+    transport_stats stats() const noexcept;
     /// True once `r` has completed (never blocks).
     bool done(const request& r) const noexcept;
 

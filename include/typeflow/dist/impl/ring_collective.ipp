@@ -124,6 +124,14 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         auto c = ch(mod(r - s - 2));
         detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { items.push_back({b, e, s}); });
     }
+    // Every reduce-scatter receive lands in its own region of the scratch
+    // buffer, posted up front, so no frame arrives before its receive.
+    std::vector<std::size_t> at(items.size() + 1, 0);
+    for (std::size_t m = 0; m < items.size(); ++m) at[m + 1] = at[m] + (items[m].e - items[m].b) * es;
+    if (scratch_.size() < at.back()) scratch_.resize(at.back());
+    std::vector<request> recvs(items.size());
+    for (std::size_t m = 0; m < items.size(); ++m)
+        recvs[m] = t_->recv(prev, header(code, t, red, total, items[m].b, items[m].e - items[m].b), scratch_.data() + at[m]);
     std::vector<request> sends, ag_sends;
     {
         auto c = ch(mod(r - 1));
@@ -131,26 +139,12 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
             sends.push_back(t_->send(next, header(code, t, red, total, b, e - b), in + b * es));
         });
     }
-    const std::size_t K = std::min<std::size_t>(8, items.size());
-    const std::size_t slot_bytes = seg * es;
-    if (scratch_.size() < K * slot_bytes) scratch_.resize(K * slot_bytes);
-    std::vector<request> slot_send(K), recvs(items.size());
-    auto post = [&](std::size_t m) {
-        const std::size_t slot = m % K;
-        if (slot_send[slot]) {
-            t_->wait(slot_send[slot], dl);
-            slot_send[slot].reset();
-        }
-        recvs[m] = t_->recv(prev, header(code, t, red, total, items[m].b, items[m].e - items[m].b), scratch_.data() + slot * slot_bytes);
-    };
-    for (std::size_t m = 0; m + 1 < K; ++m) post(m);
     const std::size_t own_begin = ch(r).begin;
 
     // All-gather items: step s sends chunk (r - s), receives chunk (r - s - 1)
-    // straight into `out`. The receive of gather item k overwrites the region
-    // that reduce-scatter send k reads (same chunks, same segments, same
-    // order), so it is posted once that send is done and every
-    // reduce-scatter receive has been posted (one FIFO per peer).
+    // straight into `out`, posted now, behind the reduce-scatter receives.
+    // Gather receive k overwrites what reduce-scatter send k reads; the
+    // transport never lets a receive overwrite bytes of a queued send.
     std::vector<item> gitems;
     if (gather_after)
         for (int s = 0; s <= N - 2; ++s) {
@@ -159,31 +153,19 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         }
     std::vector<request> grecvs;
     grecvs.reserve(gitems.size());
-    auto post_gather = [&](bool block) {
-        while (grecvs.size() < gitems.size() && grecvs.size() < sends.size()) {
-            auto& q = sends[grecvs.size()];
-            if (!block && !t_->done(q)) return;
-            t_->wait(q, dl);
-            const auto& it = gitems[grecvs.size()];
-            grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
-        }
-    };
+    for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
 
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i + K - 1 < items.size()) post(i + K - 1);
-        else if (gather_after) post_gather(false);
         t_->wait(recvs[i], dl);
         recvs[i].reset();
         const auto& it = items[i];
         const bool final = it.s == N - 2;
         const std::size_t n = it.e - it.b;
-        std::byte* acc = scratch_.data() + (i % K) * slot_bytes;
+        std::byte* acc = scratch_.data() + at[i];
         std::byte* dst = gather_after ? out + it.b * es : final ? out + (it.b - own_begin) * es : acc;
         detail::reduce(t, op, dst, acc, in + it.b * es, n, final && op == reduce_op::mean, N);
         if (!final) {
-            auto q = t_->send(next, header(code, t, red, total, it.b, n), dst);
-            if (dst == acc) slot_send[i % K] = q;
-            sends.push_back(std::move(q));
+            sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
         } else if (gather_after) {
             ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
         }
@@ -192,12 +174,12 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         for (auto& q : sends) t_->wait(q, dl);
         return;
     }
-    post_gather(true);
     for (std::size_t i = 0; i < gitems.size(); ++i) {
         t_->wait(grecvs[i], dl);
         const auto& it = gitems[i];
         if (it.s < N - 2) ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
     }
+    for (auto& q : sends) t_->wait(q, dl);
     for (auto& q : ag_sends) t_->wait(q, dl);
 }
 
@@ -315,9 +297,11 @@ inline void ring_collective::barrier() {
     if (N == 1) return;
     const auto dl = deadline();
     const auto h = header(op_code::barrier, dtype::uint8, 0, 0, 0, 0);
-    std::vector<request> sends{t_->send(next, h, nullptr)};
+    std::vector<request> recvs, sends;
+    for (int s = 0; s <= N - 2; ++s) recvs.push_back(t_->recv(prev, h, nullptr));
+    sends.push_back(t_->send(next, h, nullptr));
     for (int s = 0; s <= N - 2; ++s) {
-        t_->wait(t_->recv(prev, h, nullptr), dl);
+        t_->wait(recvs[static_cast<std::size_t>(s)], dl);
         if (s < N - 2) sends.push_back(t_->send(next, h, nullptr));
     }
     for (auto& q : sends) t_->wait(q, dl);

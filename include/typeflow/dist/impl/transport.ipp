@@ -113,6 +113,7 @@ struct transport_impl {
     std::uint32_t epoch = 0;
     bool epoch_known = false;
     bool welcome_sent = false;
+    bool delivery_blocked = false; // a buffered frame waits for a send to finish
     clock::time_point started = clock::now();
     clock::duration bootstrap_duration{};
 
@@ -123,6 +124,8 @@ struct transport_impl {
     std::atomic<bool> ready{false};
     std::atomic<bool> closing{false};
     std::string failure_msg;
+
+    std::atomic<std::uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_heartbeats{0};
 
     std::mutex submit_mu;
     std::vector<std::shared_ptr<req_state>> pending;
@@ -621,12 +624,13 @@ struct transport_impl {
                                    std::to_string(epoch));
                 for (;;) {
                     if (failed.load() || closing.load()) co_return;
-                    if (p.unexpected.empty() && !p.recvq.empty()) {
+                    if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
                         auto req = p.recvq.front();
                         if (!same_op(req->h, h)) co_return mismatch(p, req->h, h);
                         if (h.length)
                             co_await asio::async_read(*sock, asio::buffer(req->dst, h.length), progress, asio::use_awaitable);
                         p.recvq.pop_front();
+                        n_received.fetch_add(1, std::memory_order_relaxed);
                         complete(req);
                         break;
                     }
@@ -636,12 +640,9 @@ struct transport_impl {
                             co_await asio::async_read(*sock, asio::buffer(u.data), progress, asio::use_awaitable);
                         p.unexpected_bytes += h.length;
                         p.unexpected.push_back(std::move(u));
-                        // A receive may have been posted while the payload was read.
-                        while (!p.unexpected.empty() && !p.recvq.empty() && !failed.load()) {
-                            auto req = p.recvq.front();
-                            p.recvq.pop_front();
-                            post_recv(p, req);
-                        }
+                        n_unexpected.fetch_add(1, std::memory_order_relaxed);
+                        n_received.fetch_add(1, std::memory_order_relaxed);
+                        deliver(p); // a receive may have been posted meanwhile
                         break;
                     }
                     // Too much buffered: stop reading until a receive is posted.
@@ -658,20 +659,45 @@ struct transport_impl {
         }
     }
 
-    void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
-        if (!p.unexpected.empty()) {
+    /// False while a queued send still reads bytes that receive `r` would
+    /// overwrite; such a frame waits in the unexpected queue instead.
+    bool writable(const req_state& r) const {
+        if (!r.h.length) return true;
+        const auto* b = static_cast<const std::byte*>(r.dst);
+        const auto* e = b + r.h.length;
+        for (const auto& q : peers)
+            for (const auto& s : q->sendq) {
+                if (s->h.type != frame_type::data || !s->h.length) continue;
+                const auto* sb = static_cast<const std::byte*>(s->src);
+                if (sb < e && b < sb + s->h.length) return false;
+            }
+        return true;
+    }
+
+    /// Hands buffered frames to posted receives, in order, while possible.
+    void deliver(peer_state& p) {
+        while (!p.unexpected.empty() && !p.recvq.empty() && !failed.load()) {
+            auto req = p.recvq.front();
             auto& u = p.unexpected.front();
-            if (!same_op(r->h, u.h)) return mismatch(p, r->h, u.h);
-            if (u.h.length) std::memcpy(r->dst, u.data.data(), u.h.length);
+            if (!same_op(req->h, u.h)) return mismatch(p, req->h, u.h);
+            if (!writable(*req)) {
+                delivery_blocked = true;
+                return;
+            }
+            if (u.h.length) std::memcpy(req->dst, u.data.data(), u.h.length);
             p.unexpected_bytes -= u.h.length;
             p.unexpected.pop_front();
-            complete(r);
-            if (p.parked) p.wake->cancel();
-            return;
+            p.recvq.pop_front();
+            complete(req);
         }
-        if (p.goodbye_received) return fail("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
-        p.recvq.push_back(r);
         if (p.parked) p.wake->cancel();
+    }
+
+    void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
+        if (p.unexpected.empty() && p.goodbye_received)
+            return fail("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
+        p.recvq.push_back(r);
+        deliver(p);
     }
 
     void post_send(peer_state& p, const std::shared_ptr<req_state>& r) {
@@ -692,6 +718,14 @@ struct transport_impl {
             if (failed.load()) return;
             p.last_send = clock::now();
             p.sendq.pop_front();
+            if (r->h.type == frame_type::data) {
+                n_sent.fetch_add(1, std::memory_order_relaxed);
+                if (delivery_blocked) {
+                    delivery_blocked = false;
+                    for (auto& q : peers) deliver(*q);
+                }
+            }
+            else if (r->h.type == frame_type::heartbeat) n_heartbeats.fetch_add(1, std::memory_order_relaxed);
             if (r->h.type == frame_type::goodbye) {
                 error_code ignored;
                 p.sock->shutdown(tcp::socket::shutdown_send, ignored);
@@ -884,6 +918,15 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
 }
 
 inline void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) { impl_->wait(r, deadline); }
+
+inline transport_stats transport::stats() const noexcept {
+    transport_stats s;
+    s.data_frames_sent = impl_->n_sent.load();
+    s.data_frames_received = impl_->n_received.load();
+    s.unexpected_frames = impl_->n_unexpected.load();
+    s.heartbeats_sent = impl_->n_heartbeats.load();
+    return s;
+}
 
 inline bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
 
