@@ -33,3 +33,11 @@ foreach(_n 2 3 4)
            COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_collectives_test> ${_args})
   set_tests_properties(dist.collectives.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+
+# Fault injection: dead, stopped and mismatched tasks.
+add_executable(dist_fault_test ${_td}/fault_test.cpp)
+target_link_libraries(dist_fault_test PRIVATE typeflow_dist)
+foreach(_m kill stop mismatch loop)
+  add_test(NAME dist.fault.${_m} COMMAND bash ${_td}/fault_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_fault_test> ${_m})
+  set_tests_properties(dist.fault.${_m} PROPERTIES TIMEOUT 200 LABELS dist)
+endforeach()

@@ -110,6 +110,9 @@ struct transport_impl {
     std::unique_ptr<tcp::acceptor> acceptor;
     asio::steady_timer ticker{io};
     asio::steady_timer epoch_event{io};
+    asio::steady_timer fail_timer{io};
+    bool failing = false; // I/O thread: fail() has run; `failed` follows once sockets are quiet
+    std::vector<std::byte> abort_bytes;
     std::uint32_t epoch = 0;
     bool epoch_known = false;
     bool welcome_sent = false;
@@ -178,18 +181,44 @@ struct transport_impl {
         return out;
     }
 
-    /// I/O thread only. Stops every socket operation (so no user buffer is
-    /// touched after this returns), tells connected peers, wakes waiters.
+    /// I/O thread only. Tells every connected peer why (an abort frame, sent
+    /// after a frame already being written so the stream stays whole), then
+    /// stops every socket operation and only then marks the transport failed,
+    /// so no user buffer is touched once a caller sees the failure.
     void fail(const std::string& reason) {
-        if (failed.load()) return;
+        if (failing) return;
+        failing = true;
         log(log_level::error, spec.task.name() + ": " + reason);
-        const auto frame = abort_frame(reason);
+        {
+            std::lock_guard lk(mu);
+            failure_msg = reason;
+        }
+        abort_bytes = abort_frame(reason);
+        bool wait_for_writes = false;
         for (auto& p : peers) {
             if (!p->sock || !p->sock->is_open()) continue;
-            const bool mid_frame = p->writing;
+            if (p->writing) wait_for_writes = true;
+            else if (!p->goodbye_sent) raw_send(*p->sock, abort_bytes.data(), abort_bytes.size());
+        }
+        if (!wait_for_writes) return finalize_failure();
+        fail_timer.expires_after(std::chrono::milliseconds(200));
+        fail_timer.async_wait([this](const error_code&) { finalize_failure(); });
+    }
+
+    /// Called when a write completes while failing.
+    void write_done_while_failing(peer_state& p, bool ok) {
+        if (ok && !p.goodbye_sent && p.sock->is_open()) raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+        for (auto& q : peers)
+            if (q->writing) return;
+        finalize_failure();
+    }
+
+    void finalize_failure() {
+        if (failed.load()) return;
+        for (auto& p : peers) {
+            if (!p->sock || !p->sock->is_open()) continue;
             error_code ec;
             p->sock->cancel(ec);
-            if (!mid_frame && !p->goodbye_sent) raw_send(*p->sock, frame.data(), frame.size());
             p->sock->shutdown(tcp::socket::shutdown_both, ec);
             p->wake->cancel();
         }
@@ -199,9 +228,9 @@ struct transport_impl {
         }
         ticker.cancel();
         epoch_event.cancel();
+        fail_timer.cancel();
         {
             std::lock_guard lk(mu);
-            failure_msg = reason;
             failed.store(true);
         }
         std::lock_guard lk(mu);
@@ -333,7 +362,7 @@ struct transport_impl {
         for (;;) {
             error_code ec;
             tcp::socket s = co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-            if (!acceptor->is_open() || failed.load()) co_return;
+            if (!acceptor->is_open() || failing) co_return;
             if (ec) {
                 log(log_level::warning, spec.task.name() + ": accept failed: " + ec.message());
                 continue;
@@ -384,7 +413,7 @@ struct transport_impl {
             if (auto bad = handshake::check_response(h, payload.data(), secret, nc, ns, peer_rank)) throw refusal(*bad);
             stage = 3;
             if (rank != 0) {
-                while (!epoch_known && !failed.load() && !closing.load()) {
+                while (!epoch_known && !failing && !closing.load()) {
                     error_code ignored;
                     co_await epoch_event.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
                 }
@@ -393,7 +422,7 @@ struct transport_impl {
             } else if (hello_epoch != 0) {
                 throw refusal("joining with epoch " + std::to_string(hello_epoch) + " from another run");
             }
-            if (failed.load() || closing.load()) co_return;
+            if (failing || closing.load()) co_return;
             if (peers[pr]->sock) throw refusal(names[pr] + " is already connected");
             frame_header acc;
             acc.type = frame_type::accept;
@@ -415,7 +444,7 @@ struct transport_impl {
                               : e.code() == asio::error::eof
                                   ? std::string("connection closed during the handshake (truncated frame?)")
                                   : std::string(e.what());
-            if (!failed.load() && !closing.load())
+            if (!failing && !closing.load())
                 log(log_level::warning, spec.task.name() + ": refused connection from " + from + " (handshake stage " +
                                             std::to_string(stage) + "): " + why);
             error_code ec;
@@ -435,7 +464,7 @@ struct transport_impl {
                 s = std::make_shared<tcp::socket>(io);
                 error_code ec;
                 co_await asio::async_connect(*s, eps, asio::redirect_error(asio::use_awaitable, ec));
-                if (failed.load()) co_return;
+                if (failing) co_return;
                 if (!ec) break;
                 if (clock::now() >= deadline) throw refusal("cannot connect to " + who + ": " + ec.message());
                 asio::steady_timer t(io, std::chrono::milliseconds(std::min(5 * (attempt + 1), 50)));
@@ -466,7 +495,7 @@ struct transport_impl {
                 throw refusal("refused by " + who + ": " + std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
             if (h.type != frame_type::accept) throw refusal("expected accept from " + who + ", got " + std::string(name_of(h.type)));
             guard.timer->cancel();
-            if (failed.load()) co_return;
+            if (failing) co_return;
             attach(to, s);
             if (to == 0) {
                 control_msg m;
@@ -477,7 +506,7 @@ struct transport_impl {
         } catch (const refusal& e) {
             fail(std::string("bootstrap: ") + e.what());
         } catch (const std::exception& e) {
-            if (!failed.load()) fail("bootstrap: connection to " + who + " failed: " + e.what());
+            if (!failing) fail("bootstrap: connection to " + who + " failed: " + e.what());
         }
     }
 
@@ -536,7 +565,7 @@ struct transport_impl {
     }
 
     void check_ready() {
-        if (ready.load() || failed.load()) return;
+        if (ready.load() || failing) return;
         for (auto& p : peers)
             if (p->rank != rank && !p->sock) return;
         if (rank == 0) {
@@ -564,7 +593,7 @@ struct transport_impl {
     // ---- data path (I/O thread) ---------------------------------------------------
 
     void peer_lost(peer_state& p, const error_code& ec) {
-        if (failed.load()) return;
+        if (failing) return;
         if (p.goodbye_received) {
             p.eof = true;
             notify();
@@ -595,6 +624,7 @@ struct transport_impl {
         try {
             for (;;) {
                 co_await asio::async_read(*sock, asio::buffer(hb), asio::use_awaitable);
+                if (failing) co_return;
                 p.last_recv = clock::now();
                 auto r = parse_header(hb.data(), opt.max_frame_bytes);
                 if (!r.ok) co_return fail(p.name + " sent a bad frame: " + r.reason);
@@ -613,7 +643,7 @@ struct transport_impl {
                         co_return fail("aborted by " + p.name + ": " +
                                        std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
                     on_control(p, payload);
-                    if (failed.load()) co_return;
+                    if (failing) co_return;
                     continue;
                 }
                 case frame_type::data: break;
@@ -623,7 +653,7 @@ struct transport_impl {
                     co_return fail(p.name + " sent data of epoch " + std::to_string(h.epoch) + ", current epoch " +
                                    std::to_string(epoch));
                 for (;;) {
-                    if (failed.load() || closing.load()) co_return;
+                    if (failing || closing.load()) co_return;
                     if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
                         auto req = p.recvq.front();
                         if (!same_op(req->h, h)) co_return mismatch(p, req->h, h);
@@ -676,7 +706,7 @@ struct transport_impl {
 
     /// Hands buffered frames to posted receives, in order, while possible.
     void deliver(peer_state& p) {
-        while (!p.unexpected.empty() && !p.recvq.empty() && !failed.load()) {
+        while (!p.unexpected.empty() && !p.recvq.empty() && !failing) {
             auto req = p.recvq.front();
             auto& u = p.unexpected.front();
             if (!same_op(req->h, u.h)) return mismatch(p, req->h, u.h);
@@ -708,14 +738,14 @@ struct transport_impl {
     }
 
     void start_write(peer_state& p) {
-        if (failed.load() || !p.sock) return;
+        if (failing || !p.sock) return;
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
         asio::async_write(*p.sock, bufs, [this, &p, r](const error_code& ec, std::size_t) {
             p.writing = false;
+            if (failing) return write_done_while_failing(p, !ec);
             if (ec) return peer_lost(p, ec);
-            if (failed.load()) return;
             p.last_send = clock::now();
             p.sendq.pop_front();
             if (r->h.type == frame_type::data) {
@@ -758,7 +788,7 @@ struct transport_impl {
             ticker.expires_after(interval);
             error_code ec;
             co_await ticker.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-            if (failed.load() || closing.load()) co_return;
+            if (failing || closing.load()) co_return;
             const auto now = clock::now();
             const bool we_stalled = now - last > timeout / 2; // this process was not running
             last = now;
@@ -796,7 +826,7 @@ struct transport_impl {
                     kick_scheduled = false;
                 }
                 for (auto& q : batch) {
-                    if (failed.load()) return;
+                    if (failing) return;
                     auto& p = *peers[q->peer];
                     if (q->is_send) post_send(p, q);
                     else post_recv(p, q);
