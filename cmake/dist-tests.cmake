@@ -41,3 +41,9 @@ foreach(_m kill stop mismatch loop)
   add_test(NAME dist.fault.${_m} COMMAND bash ${_td}/fault_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_fault_test> ${_m})
   set_tests_properties(dist.fault.${_m} PROPERTIES TIMEOUT 200 LABELS dist)
 endforeach()
+
+# Bootstrap: 16 tasks rendezvous and are fully connected in under 1 s.
+add_executable(dist_bootstrap_test ${_td}/bootstrap_test.cpp)
+target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
+add_test(NAME dist.bootstrap.np16 COMMAND typeflow-launch -n 16 --timeout 30 $<TARGET_FILE:dist_bootstrap_test>)
+set_tests_properties(dist.bootstrap.np16 PROPERTIES TIMEOUT 60 LABELS dist)
