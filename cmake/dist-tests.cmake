@@ -47,3 +47,23 @@ add_executable(dist_bootstrap_test ${_td}/bootstrap_test.cpp)
 target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
 add_test(NAME dist.bootstrap.np16 COMMAND typeflow-launch -n 16 --timeout 30 $<TARGET_FILE:dist_bootstrap_test>)
 set_tests_properties(dist.bootstrap.np16 PROPERTIES TIMEOUT 60 LABELS dist)
+
+# libFuzzer target for the frame parser and the handshake (needs clang);
+# the test fuzzes for a bounded time from the seed corpus.
+find_program(TYPEFLOW_CLANGXX NAMES clang++ clang++-14)
+set(TYPEFLOW_DIST_FUZZ_SECONDS 20 CACHE STRING "Seconds the dist.fuzz.frame test fuzzes")
+if(TYPEFLOW_CLANGXX)
+  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz_frame)
+  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*)
+  add_custom_command(OUTPUT ${_fz}
+    COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp -lcrypto -o ${_fz}
+    DEPENDS ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp ${_dist_headers}
+    COMMENT "Building libFuzzer target dist_fuzz_frame with clang")
+  add_custom_target(dist_fuzz_frame ALL DEPENDS ${_fz})
+  add_test(NAME dist.fuzz.frame
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+            sh -c "rm -rf fuzz-frame-new && mkdir -p fuzz-frame-new && exec ${_fz} -seed=1 -max_total_time=${TYPEFLOW_DIST_FUZZ_SECONDS} -print_final_stats=1 fuzz-frame-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_frame"
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
+endif()
