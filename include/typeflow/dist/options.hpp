@@ -18,6 +18,9 @@ struct transport_options {
     std::chrono::milliseconds handshake_timeout{5000};
     /// Default deadline of one collective call.
     std::chrono::milliseconds op_timeout{600000};
+    /// A wait spins (yielding) this long before it sleeps; lowers latency of
+    /// small messages at the cost of CPU.
+    std::chrono::microseconds spin_wait{20};
     /// Largest payload of one frame; longer frames are refused.
     std::size_t max_frame_bytes = std::size_t{64} << 20;
     /// Collectives cut buffers into frames of at most this many bytes.

@@ -835,10 +835,18 @@ struct transport_impl {
     }
 
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
-        for (int i = 0; i < 64; ++i) {
+        // Spin briefly (small messages complete within microseconds), then sleep.
+        const auto spin_until = clock::now() + opt.spin_wait;
+        for (int i = 0;; ++i) {
             if (r->state.load(std::memory_order_acquire)) return;
             if (failed.load()) throw error(failure());
-            if (i >= 16) std::this_thread::yield();
+            if ((i & 63) == 63) {
+                if (clock::now() >= spin_until) break;
+                std::this_thread::yield();
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
         }
         bool ok;
         {
