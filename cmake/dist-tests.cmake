@@ -67,3 +67,16 @@ if(TYPEFLOW_CLANGXX)
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
 endif()
+
+# Every public header compiles on its own (and twice: include guards).
+file(GLOB _dist_public RELATIVE ${TYPEFLOW_DIST_DIR}/include
+     ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
+set(_hc_sources)
+foreach(_h ${_dist_public})
+  string(MAKE_C_IDENTIFIER ${_h} _id)
+  set(_f ${CMAKE_CURRENT_BINARY_DIR}/dist_header_check/${_id}.cpp)
+  file(CONFIGURE OUTPUT ${_f} CONTENT "#include <${_h}>\n#include <${_h}>\n")
+  list(APPEND _hc_sources ${_f})
+endforeach()
+add_library(dist_header_check OBJECT ${_hc_sources})
+target_link_libraries(dist_header_check PRIVATE typeflow_dist)
