@@ -67,7 +67,8 @@ template <class T> T ref_op(reduce_op op, T acc, T x) {
     return acc;
 }
 
-/// Expected reduction of element i, whose chunk is c, over n tasks.
+/// Expected reduction of element i, whose chunk is c, over n tasks (c = -1:
+/// the one-hop order x[0], x[1], ..., x[n-1]).
 template <class T> T expected(reduce_op op, int n, int c, std::size_t i, std::uint64_t salt) {
     T acc = value<T>((c + 1) % n, i, salt);
     for (int k = 2; k <= n; ++k) acc = ref_op(op, acc, value<T>((c + k) % n, i, salt));
@@ -82,6 +83,7 @@ template <class T> bool same_bits(T a, T b) {
 
 int failures = 0;
 long checks = 0;
+std::size_t segment_bytes = 0; // the collective's current segment size
 
 template <class T> std::string show(T v) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -120,8 +122,11 @@ template <class T> void test_all_reduce(tfd::collective& c, std::size_t n, reduc
     else c.all_reduce(in.data(), out.data(), n, tfd::dtype_of<T>, op);
     const auto& res = in_place ? in : out;
     std::string extra = ", " + std::string(tfd::name_of(op));
+    auto& rc = static_cast<tfd::ring_collective&>(c);
+    const bool direct = n * sizeof(T) <= rc.direct_bytes() && n * sizeof(T) <= segment_bytes;
     int chunk = 0;
     verify<T>(name("all_reduce", n, tfd::dtype_of<T>, extra.c_str(), in_place), res.data(), n, [&](std::size_t i) {
+        if (direct) return expected<T>(op, N, -1, i, salt);
         while (i >= n * static_cast<std::size_t>(chunk + 1) / static_cast<std::size_t>(N)) ++chunk;
         return expected<T>(op, N, chunk, i, salt);
     });
@@ -206,6 +211,7 @@ int main(int argc, char** argv) {
         test_barrier(c);
         for (std::size_t seg : {std::size_t{256} << 10, std::size_t{1000}}) {
             c.set_segment_bytes(seg);
+            segment_bytes = seg;
             for (std::size_t n : {1, 2, 3, 5, 7, 64, 1000, 4097}) {
                 small_suite<float>(c, n, salt);
                 small_suite<double>(c, n, salt);
@@ -216,6 +222,7 @@ int main(int argc, char** argv) {
             for (std::size_t n : {65537, 262147}) small_suite<float>(c, n, salt);
         }
         c.set_segment_bytes(std::size_t{256} << 10);
+        segment_bytes = std::size_t{256} << 10;
         for (std::size_t n : {std::size_t{1} << 20 | 3}) {
             for (bool ip : {true, false}) test_all_reduce<float>(c, n, reduce_op::sum, ip, ++salt);
             test_all_reduce<double>(c, n, reduce_op::mean, true, ++salt);

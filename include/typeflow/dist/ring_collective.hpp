@@ -20,6 +20,10 @@ namespace typeflow::dist {
 /// x[c+1], x[c+2], ..., x[c] (ranks mod size()) by one task, then copied to
 /// all, so every task gets the same bits. mean is sum then division by size().
 /// max/min propagate NaN.
+///
+/// Messages of at most `direct_bytes` (default 32 KiB) take one hop instead:
+/// every task sends its buffer to every other and reduces all of them in
+/// rank order x[0], x[1], ..., x[size()-1] (again the same bits everywhere).
 class ring_collective final : public collective {
 public:
     /// Uses `t`, which must outlive this object.
@@ -38,6 +42,9 @@ public:
     using collective::all_reduce;
     using collective::broadcast;
 
+    /// all_reduce of at most this many bytes uses the one-hop exchange (0: never).
+    void set_direct_bytes(std::size_t bytes) noexcept { direct_bytes_ = bytes; }
+    std::size_t direct_bytes() const noexcept { return direct_bytes_; }
     /// Largest frame payload the collectives send (default: transport_options::segment_bytes).
     void set_segment_bytes(std::size_t bytes);
     transport& get_transport() noexcept { return *t_; }
@@ -59,6 +66,8 @@ private:
     std::uint64_t seq_ = 0;
     std::chrono::milliseconds timeout_;
     std::size_t segment_bytes_;
+    std::size_t direct_bytes_ = 32 * 1024;
+    void all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op);
     std::vector<std::byte> scratch_;
 };
 

@@ -221,12 +221,34 @@ inline void ring_collective::all_reduce(const void* in, void* out, std::size_t c
         if (in != out && count) std::memmove(out, in, count * size_of(t));
         return;
     }
+    if (count * size_of(t) <= direct_bytes_ && count * size_of(t) <= segment_bytes_)
+        return all_reduce_direct(in, out, count, t, op);
     reduce_scatter_ring(static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count, t, op, op_code::all_reduce, true,
                         [](std::size_t total, int c, int n, std::size_t) {
                             return range{total * static_cast<std::size_t>(c) / static_cast<std::size_t>(n),
                                          total * static_cast<std::size_t>(c + 1) / static_cast<std::size_t>(n)};
                         },
                         0);
+}
+
+inline void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+    const int N = size(), r = rank();
+    const std::size_t bytes = count * size_of(t);
+    const auto dl = deadline();
+    const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
+    if (scratch_.size() < bytes * static_cast<std::size_t>(N)) scratch_.resize(bytes * static_cast<std::size_t>(N));
+    auto slot = [&](int k) { return scratch_.data() + bytes * static_cast<std::size_t>(k); };
+    std::vector<request> recvs, sends;
+    for (int p = 0; p < N; ++p)
+        if (p != r) recvs.push_back(t_->recv(p, h, slot(p)));
+    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, in));
+    for (auto& q : sends) t_->wait(q, dl);
+    if (bytes) std::memcpy(slot(r), in, bytes);
+    for (auto& q : recvs) t_->wait(q, dl);
+    // out = (((x0 op x1) op x2) ... op x[N-1]), the same on every task.
+    for (int k = 1; k < N; ++k)
+        detail::reduce(t, op, out, k == 1 ? slot(0) : static_cast<const std::byte*>(out), slot(k), count,
+                       k == N - 1 && op == reduce_op::mean, N);
 }
 
 inline void ring_collective::reduce_scatter(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
@@ -293,17 +315,16 @@ inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, in
 
 inline void ring_collective::barrier() {
     ++seq_;
-    const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
+    const int N = size(), r = rank();
     if (N == 1) return;
+    // One empty frame to and from every task: returns once all have entered.
     const auto dl = deadline();
     const auto h = header(op_code::barrier, dtype::uint8, 0, 0, 0, 0);
     std::vector<request> recvs, sends;
-    for (int s = 0; s <= N - 2; ++s) recvs.push_back(t_->recv(prev, h, nullptr));
-    sends.push_back(t_->send(next, h, nullptr));
-    for (int s = 0; s <= N - 2; ++s) {
-        t_->wait(recvs[static_cast<std::size_t>(s)], dl);
-        if (s < N - 2) sends.push_back(t_->send(next, h, nullptr));
-    }
+    for (int p = 0; p < N; ++p)
+        if (p != r) recvs.push_back(t_->recv(p, h, nullptr));
+    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, nullptr));
+    for (auto& q : recvs) t_->wait(q, dl);
     for (auto& q : sends) t_->wait(q, dl);
 }
 
