@@ -81,6 +81,7 @@ struct peer_state {
     clock::time_point last_recv{}, last_send{};
     bool joined = false; // chief: JOIN received
     bool goodbye_sent = false, goodbye_received = false;
+    bool write_broken = false;
     std::atomic<bool> eof{false};
 };
 
@@ -737,15 +738,26 @@ struct transport_impl {
         if (!p.writing) start_write(p);
     }
 
+    /// A write failed (the peer reset the connection). The peer may have
+    /// said why (an abort frame still unread), so the reader gets a moment
+    /// to report that before the write error is reported.
+    void write_failed(peer_state& p, const error_code& ec) {
+        p.write_broken = true;
+        auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
+        t->async_wait([this, &p, ec, t](const error_code&) {
+            if (!failing) peer_lost(p, ec);
+        });
+    }
+
     void start_write(peer_state& p) {
-        if (failing || !p.sock) return;
+        if (failing || !p.sock || p.write_broken) return;
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
         asio::async_write(*p.sock, bufs, [this, &p, r](const error_code& ec, std::size_t) {
             p.writing = false;
             if (failing) return write_done_while_failing(p, !ec);
-            if (ec) return peer_lost(p, ec);
+            if (ec) return write_failed(p, ec);
             p.last_send = clock::now();
             p.sendq.pop_front();
             if (r->h.type == frame_type::data) {
