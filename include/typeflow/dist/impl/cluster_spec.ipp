@@ -1,6 +1,7 @@
 #pragma once
 // JSON is read with RapidJSON (header-only, strict RFC 8259 parser that
 // reports the error offset; Debian's libcereal-dev already depends on it).
+// Member iterators are compared with < because C++20 makes their != ambiguous.
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -109,7 +110,7 @@ inline const char* json_type_name(const rapidjson::Value& v) {
 
 inline void reject_duplicate_keys(const rapidjson::Value& obj, const std::string& where) {
     std::set<std::string> seen;
-    for (auto m = obj.MemberBegin(); m != obj.MemberEnd(); ++m) {
+    for (auto m = obj.MemberBegin(); m < obj.MemberEnd(); ++m) {
         std::string k(m->name.GetString(), m->name.GetStringLength());
         if (!seen.insert(k).second) throw error(where + ": duplicate key \"" + k + "\"");
     }
@@ -135,14 +136,14 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
 
     cluster_spec spec;
     bool have_cluster = false, have_task = false;
-    for (auto m = doc.MemberBegin(); m != doc.MemberEnd(); ++m) {
+    for (auto m = doc.MemberBegin(); m < doc.MemberEnd(); ++m) {
         std::string key(m->name.GetString(), m->name.GetStringLength());
         const auto& v = m->value;
         if (key == "cluster") {
             have_cluster = true;
             if (!v.IsObject()) throw error(origin + ": \"cluster\" must be an object, got " + json_type_name(v));
             detail::reject_duplicate_keys(v, origin + ": cluster");
-            for (auto r = v.MemberBegin(); r != v.MemberEnd(); ++r) {
+            for (auto r = v.MemberBegin(); r < v.MemberEnd(); ++r) {
                 std::string rname(r->name.GetString(), r->name.GetStringLength());
                 std::vector<std::string>* list = rname == "chief"    ? &spec.chief
                                                  : rname == "worker" ? &spec.worker
@@ -166,7 +167,7 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
             if (!v.IsObject()) throw error(origin + ": \"task\" must be an object, got " + json_type_name(v));
             detail::reject_duplicate_keys(v, origin + ": task");
             bool have_type = false, have_index = false;
-            for (auto t = v.MemberBegin(); t != v.MemberEnd(); ++t) {
+            for (auto t = v.MemberBegin(); t < v.MemberEnd(); ++t) {
                 std::string tk(t->name.GetString(), t->name.GetStringLength());
                 if (tk == "type") {
                     if (!t->value.IsString())
@@ -194,7 +195,7 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
         } else if (key == "options") {
             if (!v.IsObject()) throw error(origin + ": \"options\" must be an object, got " + json_type_name(v));
             detail::reject_duplicate_keys(v, origin + ": options");
-            for (auto o = v.MemberBegin(); o != v.MemberEnd(); ++o) {
+            for (auto o = v.MemberBegin(); o < v.MemberEnd(); ++o) {
                 std::string ok(o->name.GetString(), o->name.GetStringLength());
                 if (!o->value.IsInt64() || o->value.GetInt64() <= 0)
                     throw error(origin + ": options." + ok + " must be a positive integer");
