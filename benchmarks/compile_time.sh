@@ -3,7 +3,7 @@
 #
 #   benchmarks/compile_time.sh            # from anywhere; REPEATS=3 by default
 #   REPEATS=5 CXX=g++-13 benchmarks/compile_time.sh
-#   DEPTHS="25 50" benchmarks/compile_time.sh
+#   DEPTHS="25 50" COMPILE_TIMEOUT=600 benchmarks/compile_time.sh
 #
 # 1. compile_mlp: `g++ -std=c++20 -O2` (compile and link) of
 #    benchmarks/compile/mlp_typeflow.cpp against its twin mlp_eigen.cpp (the
@@ -25,7 +25,9 @@
 # than the wall clock; the wall clock is shown too (on stderr). Each figure is
 # the median of $REPEATS compiles, typeflow and peer interleaved. Peak memory
 # is the largest "Maximum resident set size" of the compiler processes (cc1plus).
-# Compiles run under `nice`. This script installs nothing.
+# Compiles run under `nice`. A compile that exceeds $COMPILE_TIMEOUT seconds
+# (default 240) is stopped and reported as `seconds=>LIMIT peak_mb=NA`; larger
+# depths are then skipped (`seconds=NA`). This script installs nothing.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,6 +35,7 @@ root="$(cd "$here/.." && pwd)"
 CXX="${CXX:-g++}"
 REPEATS="${REPEATS:-3}"
 DEPTHS="${DEPTHS:-25 50 100 200}"
+COMPILE_TIMEOUT="${COMPILE_TIMEOUT:-240}"
 EIGEN_INC="${EIGEN_INC:-/usr/include/eigen3}"
 FLAGS=(-std=c++20 -O2 -I"$root/include" -I"$EIGEN_INC")
 
@@ -46,10 +49,16 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/typeflow_compile_time.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 echo "# $("$CXX" --version | head -n1); flags: ${FLAGS[*]}; repeats: $REPEATS; work dir $work" >&2
 
-# compile_once <source> <output> -> prints "<cpu_s> <wall_s> <peak_kb>"
+# compile_once <source> <output> -> prints "<cpu_s> <wall_s> <peak_kb>", or
+# "timeout" when the compile ran past $COMPILE_TIMEOUT seconds
 compile_once() {
-    local src="$1" out="$2" log="$work/time.log"
-    if ! nice /usr/bin/time -v -o "$log" "$CXX" "${FLAGS[@]}" "$src" -o "$out" 2>"$work/cc.err"; then
+    local src="$1" out="$2" log="$work/time.log" rc=0
+    nice timeout "$COMPILE_TIMEOUT" /usr/bin/time -v -o "$log" "$CXX" "${FLAGS[@]}" "$src" -o "$out" 2>"$work/cc.err" || rc=$?
+    if ((rc == 124)); then
+        echo timeout
+        return 0
+    fi
+    if ((rc != 0)); then
         echo "compile_time.sh: compiling $src failed:" >&2
         head -n 30 "$work/cc.err" >&2
         exit 1
@@ -70,16 +79,29 @@ measure() {
     local r name src res
     declare -gA CPU WALL PEAK
     for name in "$@"; do CPU[$name]=""; WALL[$name]=""; PEAK[$name]=""; done
+    local -A dead=()
     for ((r = 0; r < REPEATS; r++)); do
         for name in "$@"; do
+            [[ -n "${dead[$name]:-}" ]] && continue
+            if [[ -n "${SKIP_AFTER_TIMEOUT:-}" && -n "${TIMED_OUT:-}" ]]; then
+                dead[$name]=1; CPU[$name]="NA"; WALL[$name]="NA"; PEAK[$name]="NA"
+                echo "#   $name: skipped (a smaller depth ran past ${COMPILE_TIMEOUT}s)" >&2
+                continue
+            fi
             src="${SRC[$name]}"
             res="$(compile_once "$src" "$work/$name.bin")"
+            if [[ "$res" == timeout ]]; then
+                dead[$name]=1; TIMED_OUT=1; CPU[$name]=">$COMPILE_TIMEOUT"; WALL[$name]=">$COMPILE_TIMEOUT"; PEAK[$name]="NA"
+                echo "#   $name: stopped after ${COMPILE_TIMEOUT}s" >&2
+                continue
+            fi
             read -r c w m <<<"$res"
             CPU[$name]+=" $c"; WALL[$name]+=" $w"; PEAK[$name]+=" $m"
             echo "#   $name: cpu ${c}s wall ${w}s peak $((m / 1024)) MB" >&2
         done
     done
     for name in "$@"; do
+        [[ -n "${dead[$name]:-}" ]] && continue
         CPU[$name]="$(echo "${CPU[$name]}" | median)"
         WALL[$name]="$(echo "${WALL[$name]}" | median)"
         PEAK[$name]="$(echo "${PEAK[$name]}" | median | awk '{ printf "%.0f", $1 / 1024 }')"
@@ -133,14 +155,17 @@ for d in $DEPTHS; do
     SRC[chain_$d]="$work/chain_$d.cpp"
     names+=("chain_$d")
 done
-measure "${names[@]}"
-printf 'compile_chain depth=empty seconds=%.2f peak_mb=%d\n' "${CPU[chain_empty]}" "${PEAK[chain_empty]}"
+TIMED_OUT=""
+SKIP_AFTER_TIMEOUT=1 measure "${names[@]}"
+fmt() { [[ "$1" =~ ^[0-9.]+$ ]] && printf "%.${2}f" "$1" || printf '%s' "$1"; }
+echo "compile_chain depth=empty seconds=$(fmt "${CPU[chain_empty]}" 2) peak_mb=$(fmt "${PEAK[chain_empty]}" 0)"
 for d in $DEPTHS; do
-    printf 'compile_chain depth=%d seconds=%.2f peak_mb=%d\n' "$d" "${CPU[chain_$d]}" "${PEAK[chain_$d]}"
+    echo "compile_chain depth=$d seconds=$(fmt "${CPU[chain_$d]}" 2) peak_mb=$(fmt "${PEAK[chain_$d]}" 0)"
 done
 # beyond the empty program, and the growth exponent between successive depths
 prev=""
 for d in $DEPTHS; do
+    [[ "${CPU[chain_$d]}" =~ ^[0-9.]+$ ]] || continue
     awk -v d="$d" -v t="${CPU[chain_$d]}" -v m="${PEAK[chain_$d]}" -v t0="${CPU[chain_empty]}" -v m0="${PEAK[chain_empty]}" \
         -v pd="$prev" -v pt="${prev:+${CPU[chain_$prev]}}" -v pm="${prev:+${PEAK[chain_$prev]}}" 'BEGIN {
         printf "#   depth %d: +%.2f s, +%d MB beyond the empty program", d, t - t0, m - m0
@@ -152,5 +177,10 @@ for d in $DEPTHS; do
     prev="$d"
 done
 last="${DEPTHS##* }"
-echo "#   running the depth-$last program:" >&2
-"$work/chain_$last.bin"
+if [[ -x "$work/chain_$last.bin" && "${CPU[chain_$last]}" =~ ^[0-9.]+$ ]]; then
+    echo "#   running the depth-$last program:" >&2
+    "$work/chain_$last.bin"
+else
+    echo "#   the depth-$last program was not built (see above); not run" >&2
+    exit 1
+fi

@@ -13,6 +13,16 @@ PACKAGES=(
   libopenblas-dev   # optional BLAS backend (TYPEFLOW_USE_BLAS=ON)
   graphviz          # `dot`, renders the graph exports
   time              # /usr/bin/time, compile-time / memory measurements
+  # the distributed runtime (include/typeflow/dist)
+  libboost1.81-dev  # Asio (conflicts with the 1.74 -dev packages)
+  libssl-dev        # HMAC-SHA256 (libcrypto) for the handshake
+  libcereal-dev     # control messages
+  rapidjson-dev     # cluster spec parsing
+  clang             # libFuzzer target of the frame parser and handshake
+  libgloo-dev       # benchmark peer: Gloo's ring all-reduce
+  libopenmpi-dev    # benchmark peer: Open MPI over TCP
+  openmpi-bin
+  python3           # all-reduce benchmark driver
 )
 
 missing=()

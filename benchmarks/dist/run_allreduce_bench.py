@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""All-reduce benchmark driver: typeflow vs Gloo vs Open MPI vs a plain TCP ring.
+
+Runs every implementation for each process count in the same session, ROUNDS
+times interleaved, keeps the best p50 per (impl, np, size) (the machine may be
+shared), and prints per size and peer:
+
+  <workload> typeflow=<us> <peer>=<us> ratio=<peer/typeflow> busbw_typeflow=<GB/s> busbw_<peer>=<GB/s> p99_...
+
+usage: run_allreduce_bench.py BUILD_DIR [--np 2,4] [--min 4096] [--max 67108864] [--rounds 2] [--out FILE]
+"""
+import argparse, os, re, shutil, subprocess, sys, tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("build")
+ap.add_argument("--np", default="2,4")
+ap.add_argument("--min", type=int, default=4096)
+ap.add_argument("--max", type=int, default=64 << 20)
+ap.add_argument("--rounds", type=int, default=2)
+ap.add_argument("--out")
+a = ap.parse_args()
+b = os.path.abspath(a.build)
+launch = os.path.join(b, "typeflow-launch")
+
+def cmd(impl, n):
+    sz = [str(a.min), str(a.max)]
+    if impl == "typeflow":
+        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_typeflow")] + sz
+    if impl == "tcpring":
+        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_tcp_ring")] + sz
+    if impl == "gloo":
+        store = tempfile.mkdtemp(prefix="gloo-store-")
+        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_gloo"), store] + sz
+    if impl == "openmpi":
+        return ["mpirun", "--allow-run-as-root", "-np", str(n), "--oversubscribe", "--bind-to", "none",
+                "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
+                os.path.join(b, "bench_dist_mpi")] + sz
+    raise ValueError(impl)
+
+impls = [i for i in ["typeflow", "gloo", "openmpi", "tcpring"]
+         if i in ("typeflow", "tcpring") or os.path.exists(os.path.join(b, "bench_dist_" + ("mpi" if i == "openmpi" else i)))]
+best = {}
+pat = re.compile(r"RESULT impl=(\S+) np=(\d+) bytes=(\d+) p50_us=(\S+) p99_us=(\S+) algbw_GBps=(\S+) busbw_GBps=(\S+)")
+for rnd in range(a.rounds):
+    for n in [int(x) for x in a.np.split(",")]:
+        for impl in impls:
+            c = cmd(impl, n)
+            print("#", " ".join(c), file=sys.stderr, flush=True)
+            p = subprocess.run(c, capture_output=True, text=True)
+            if p.returncode != 0:
+                print(p.stdout, p.stderr, file=sys.stderr)
+                sys.exit(f"{impl} np={n} failed with {p.returncode}")
+            for m in pat.finditer(p.stdout):
+                k = (m[1], int(m[2]), int(m[3]))
+                v = dict(p50=float(m[4]), p99=float(m[5]), busbw=float(m[7]))
+                if k not in best or v["p50"] < best[k]["p50"]:
+                    best[k] = v
+
+lines = []
+for n in [int(x) for x in a.np.split(",")]:
+    size = a.min
+    while size <= a.max:
+        t = best.get(("typeflow", n, size))
+        for peer in impls[1:]:
+            q = best.get((peer, n, size))
+            if not t or not q:
+                continue
+            lines.append(f"allreduce_f32_sum_np{n}_{size}B typeflow={t['p50']:.1f} {peer}={q['p50']:.1f} "
+                         f"ratio={q['p50'] / t['p50']:.2f} busbw_typeflow={t['busbw']:.3f} busbw_{peer}={q['busbw']:.3f} "
+                         f"p99_typeflow={t['p99']:.1f} p99_{peer}={q['p99']:.1f}")
+        size *= 4
+print("\n".join(lines))
+if a.out:
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines) + "\n")

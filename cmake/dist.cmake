@@ -1,0 +1,140 @@
+# typeflow distributed runtime (include/typeflow/dist): targets, tests, benchmarks.
+# Included from the top-level CMakeLists.txt, which defines the INTERFACE
+# target `typeflow` (include dir include/, cxx_std_20) and calls enable_testing().
+#
+#   typeflow_dist        INTERFACE: typeflow + Boost headers (Asio) + OpenSSL::Crypto + Threads
+#   typeflow-launch      the local launcher (tools/typeflow-launch.cpp)
+#   dist_* tests         registered with CTest (label "dist")
+#   bench_dist_*         benchmarks (built when Gloo / MPI are found)
+
+get_filename_component(TYPEFLOW_DIST_DIR ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
+
+find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(Boost 1.81 REQUIRED CONFIG)
+
+add_library(typeflow_dist INTERFACE)
+target_link_libraries(typeflow_dist INTERFACE typeflow Boost::headers OpenSSL::Crypto Threads::Threads)
+target_compile_definitions(typeflow_dist INTERFACE BOOST_ASIO_NO_DEPRECATED)
+
+add_executable(typeflow-launch ${TYPEFLOW_DIST_DIR}/tools/typeflow-launch.cpp)
+target_compile_features(typeflow-launch PRIVATE cxx_std_20)
+target_link_libraries(typeflow-launch PRIVATE typeflow)
+
+# ---- tests ---------------------------------------------------------------------
+option(TYPEFLOW_DIST_TESTS "Build the distributed runtime's tests" ON)
+if(TYPEFLOW_DIST_TESTS)
+find_package(Catch2 2 REQUIRED)
+
+set(_td ${TYPEFLOW_DIST_DIR}/tests/dist)
+
+add_library(typeflow_dist_catch_main OBJECT ${_td}/catch_main.cpp)
+target_link_libraries(typeflow_dist_catch_main PUBLIC Catch2::Catch2)
+target_compile_features(typeflow_dist_catch_main PUBLIC cxx_std_20)
+
+# Single-process unit tests (Catch2).
+foreach(_t spec frame transport)
+  add_executable(dist_test_${_t} ${_td}/test_${_t}.cpp)
+  target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_dist_catch_main)
+  add_test(NAME dist.${_t} COMMAND dist_test_${_t})
+  set_tests_properties(dist.${_t} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
+
+# Launcher behaviour (shell driver).
+add_executable(dist_launch_probe ${_td}/launch_probe.cpp)
+target_link_libraries(dist_launch_probe PRIVATE typeflow_dist)
+add_test(NAME dist.launcher COMMAND bash ${_td}/launcher_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_launch_probe>)
+set_tests_properties(dist.launcher PROPERTIES TIMEOUT 60 LABELS dist)
+
+# Multi-process collectives via the launcher: 2, 3, 4 tasks; 64 MiB cases with 2 and 4.
+add_executable(dist_collectives_test ${_td}/collectives_test.cpp)
+target_link_libraries(dist_collectives_test PRIVATE typeflow_dist)
+foreach(_n 2 3 4)
+  set(_args)
+  if(NOT _n EQUAL 3)
+    set(_args --large)
+  endif()
+  add_test(NAME dist.collectives.np${_n}
+           COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_collectives_test> ${_args})
+  set_tests_properties(dist.collectives.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
+
+# Fault injection: dead, stopped and mismatched tasks.
+add_executable(dist_fault_test ${_td}/fault_test.cpp)
+target_link_libraries(dist_fault_test PRIVATE typeflow_dist)
+foreach(_m kill stop mismatch loop)
+  add_test(NAME dist.fault.${_m} COMMAND bash ${_td}/fault_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_fault_test> ${_m})
+  set_tests_properties(dist.fault.${_m} PROPERTIES TIMEOUT 200 LABELS dist)
+endforeach()
+
+# Bootstrap: 16 tasks rendezvous and are fully connected in under 1 s.
+add_executable(dist_bootstrap_test ${_td}/bootstrap_test.cpp)
+target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
+add_test(NAME dist.bootstrap.np16 COMMAND typeflow-launch -n 16 --timeout 30 $<TARGET_FILE:dist_bootstrap_test>)
+set_tests_properties(dist.bootstrap.np16 PROPERTIES TIMEOUT 60 LABELS dist)
+
+# libFuzzer target for the frame parser and the handshake (needs clang);
+# the test fuzzes for a bounded time from the seed corpus.
+find_program(TYPEFLOW_CLANGXX NAMES clang++ clang++-14)
+set(TYPEFLOW_DIST_FUZZ_SECONDS 20 CACHE STRING "Seconds the dist.fuzz.frame test fuzzes")
+if(TYPEFLOW_CLANGXX)
+  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz_frame)
+  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*)
+  add_custom_command(OUTPUT ${_fz}
+    COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp -lcrypto -o ${_fz}
+    DEPENDS ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp ${_dist_headers}
+    COMMENT "Building libFuzzer target dist_fuzz_frame with clang")
+  add_custom_target(dist_fuzz_frame ALL DEPENDS ${_fz})
+  add_test(NAME dist.fuzz.frame
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+            sh -c "rm -rf fuzz-frame-new && mkdir -p fuzz-frame-new && exec ${_fz} -seed=1 -max_total_time=${TYPEFLOW_DIST_FUZZ_SECONDS} -print_final_stats=1 fuzz-frame-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_frame"
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
+endif()
+
+# Every public header compiles on its own (and twice: include guards).
+file(GLOB _dist_public RELATIVE ${TYPEFLOW_DIST_DIR}/include
+     ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
+set(_hc_sources)
+foreach(_h ${_dist_public})
+  string(MAKE_C_IDENTIFIER ${_h} _id)
+  set(_f ${CMAKE_CURRENT_BINARY_DIR}/dist_header_check/${_id}.cpp)
+  file(CONFIGURE OUTPUT ${_f} CONTENT "#include <${_h}>\n#include <${_h}>\n")
+  list(APPEND _hc_sources ${_f})
+endforeach()
+add_library(dist_header_check OBJECT ${_hc_sources})
+target_link_libraries(dist_header_check PRIVATE typeflow_dist)
+endif()
+
+# ---- benchmarks ----------------------------------------------------------------
+option(TYPEFLOW_DIST_BENCHMARKS "Build the distributed runtime's benchmarks" ON)
+if(TYPEFLOW_DIST_BENCHMARKS)
+# Run them with benchmarks/dist/run_allreduce_bench.sh BUILD_DIR.
+set(_bd ${TYPEFLOW_DIST_DIR}/benchmarks/dist)
+foreach(_b typeflow tcp_ring)
+  add_executable(bench_dist_${_b} ${_bd}/bench_${_b}.cpp)
+  target_link_libraries(bench_dist_${_b} PRIVATE typeflow_dist)
+  target_compile_options(bench_dist_${_b} PRIVATE -O2)
+endforeach()
+
+find_package(Gloo CONFIG QUIET)
+if(Gloo_FOUND OR EXISTS /usr/include/gloo/allreduce_ring.h)
+  add_executable(bench_dist_gloo ${_bd}/bench_gloo.cpp)
+  if(TARGET gloo)
+    target_link_libraries(bench_dist_gloo PRIVATE typeflow gloo)
+  else()
+    target_link_libraries(bench_dist_gloo PRIVATE typeflow /usr/lib/libgloo.so)
+  endif()
+  target_link_libraries(bench_dist_gloo PRIVATE typeflow_dist)
+  target_compile_options(bench_dist_gloo PRIVATE -O2)
+endif()
+
+find_package(MPI QUIET COMPONENTS CXX)
+if(MPI_CXX_FOUND)
+  add_executable(bench_dist_mpi ${_bd}/bench_mpi.cpp)
+  target_link_libraries(bench_dist_mpi PRIVATE MPI::MPI_CXX)
+  target_compile_features(bench_dist_mpi PRIVATE cxx_std_20)
+  target_compile_options(bench_dist_mpi PRIVATE -O2)
+endif()
+endif()

@@ -1,0 +1,76 @@
+#pragma once
+// typeflow::dist::cluster_spec — who is in the cluster and which task this
+// process is, read from TF_CONFIG-style JSON.
+
+#include <typeflow/dist/error.hpp>
+#include <typeflow/dist/options.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace typeflow::dist {
+
+/// Role of a task. Ranks are numbered chief first, then workers, then ps.
+enum class role { chief, worker, ps };
+
+/// "chief", "worker", "ps".
+std::string_view name_of(role r) noexcept;
+
+/// One task of the cluster: its role and index within that role.
+struct task_id {
+    role type = role::worker;
+    int index = 0;
+    /// "worker:1"
+    std::string name() const;
+    friend bool operator==(const task_id&, const task_id&) = default;
+};
+
+/// A cluster spec, the JSON of TF_CONFIG:
+///
+///     {"cluster": {"chief": ["host:port"], "worker": ["host:port", ...], "ps": [...]},
+///      "task": {"type": "worker", "index": 0},
+///      "secret": "shared secret (optional; TYPEFLOW_SECRET overrides)",
+///      "options": {"heartbeat_timeout_ms": 10000, "connect_timeout_ms": 60000,
+///                  "handshake_timeout_ms": 5000, "op_timeout_ms": 600000,
+///                  "max_frame_bytes": 67108864, "segment_bytes": 262144}}
+///
+/// With no chief, worker 0 is the chief (it hosts the rendezvous).
+/// Malformed specs throw `error` naming the source and the offending field.
+struct cluster_spec {
+    std::vector<std::string> chief;  ///< 0 or 1 address
+    std::vector<std::string> worker; ///< addresses "host:port"
+    std::vector<std::string> ps;     ///< addresses "host:port"
+    task_id task;                    ///< this process
+    std::string secret;              ///< shared secret, may be empty
+    transport_options options;       ///< from "options", defaults otherwise
+
+    /// Number of tasks (chief + workers + ps).
+    int size() const noexcept;
+    /// Rank of this process.
+    int rank() const;
+    /// Rank of a task; throws if the task is not in the cluster.
+    int rank_of(task_id t) const;
+    /// Task of a rank.
+    task_id task_of(int rank) const;
+    /// "host:port" of a rank.
+    const std::string& address_of(int rank) const;
+    /// The secret to use: TYPEFLOW_SECRET if set, otherwise `secret`.
+    std::string effective_secret() const;
+
+    /// Parses JSON; `origin` names the source in error messages.
+    static cluster_spec parse(std::string_view json, std::string_view origin = "cluster spec");
+    /// Reads and parses a file.
+    static cluster_spec from_file(const std::string& path);
+    /// Reads TYPEFLOW_CONFIG (JSON), or the file named by TYPEFLOW_CONFIG_FILE.
+    static cluster_spec from_env();
+    /// Serialises back to JSON (without the secret).
+    std::string to_json() const;
+};
+
+/// Splits "host:port" or "[v6]:port"; throws `error` with `what` in the message.
+std::pair<std::string, unsigned short> split_address(std::string_view address, std::string_view what);
+
+} // namespace typeflow::dist
+
+#include <typeflow/dist/impl/cluster_spec.ipp>

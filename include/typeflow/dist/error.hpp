@@ -1,0 +1,19 @@
+#pragma once
+// typeflow::dist::error — the exception type of the distributed runtime.
+
+#include <string>
+
+#include <typeflow/core/error.hpp>
+
+namespace typeflow::dist {
+
+/// Thrown for every run-time failure of the distributed runtime: a malformed
+/// cluster spec, a refused or dead peer, a timeout, a mismatched collective.
+/// The message names the peer, field or file concerned.
+/// A `typeflow::error`, so one catch clause serves the whole library.
+class error : public typeflow::error {
+public:
+    using typeflow::error::error;
+};
+
+} // namespace typeflow::dist

@@ -1,0 +1,331 @@
+#pragma once
+#include <algorithm>
+#include <cstring>
+
+namespace typeflow::dist {
+namespace detail {
+
+template <class T>
+inline void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std::size_t n, bool mean_final, int ranks) {
+    switch (op) {
+    case reduce_op::sum:
+    case reduce_op::mean:
+        if (mean_final) {
+            const T d = static_cast<T>(ranks);
+            for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<T>(acc[i] + local[i]) / d);
+        } else {
+            for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(acc[i] + local[i]);
+        }
+        return;
+    case reduce_op::max:
+        for (std::size_t i = 0; i < n; ++i) {
+            const T a = acc[i], b = local[i];
+            dst[i] = (a > b || a != a) ? a : b; // NaN wins
+        }
+        return;
+    case reduce_op::min:
+        for (std::size_t i = 0; i < n; ++i) {
+            const T a = acc[i], b = local[i];
+            dst[i] = (a < b || a != a) ? a : b;
+        }
+        return;
+    }
+}
+
+/// dst = op(acc, local) elementwise (then / ranks for a final mean). dst may
+/// alias acc or local.
+inline void reduce(dtype t, reduce_op op, void* dst, const void* acc, const void* local, std::size_t n, bool mean_final,
+                   int ranks) {
+    switch (t) {
+    case dtype::float32:
+        return reduce_typed(op, static_cast<float*>(dst), static_cast<const float*>(acc), static_cast<const float*>(local), n, mean_final, ranks);
+    case dtype::float64:
+        return reduce_typed(op, static_cast<double*>(dst), static_cast<const double*>(acc), static_cast<const double*>(local), n, mean_final, ranks);
+    case dtype::int32:
+        return reduce_typed(op, static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(acc), static_cast<const std::int32_t*>(local), n, mean_final, ranks);
+    case dtype::int64:
+        return reduce_typed(op, static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(acc), static_cast<const std::int64_t*>(local), n, mean_final, ranks);
+    case dtype::uint8:
+        return reduce_typed(op, static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(acc), static_cast<const std::uint8_t*>(local), n, mean_final, ranks);
+    }
+}
+
+} // namespace detail
+
+inline ring_collective::ring_collective(transport& t)
+    : t_(&t), timeout_(t.options().op_timeout), segment_bytes_(t.options().segment_bytes) {}
+
+inline ring_collective::ring_collective(const cluster_spec& spec)
+    : owned_(std::make_unique<transport>(spec)), t_(owned_.get()), timeout_(owned_->options().op_timeout),
+      segment_bytes_(owned_->options().segment_bytes) {}
+
+inline void ring_collective::set_segment_bytes(std::size_t bytes) {
+    if (bytes == 0 || bytes > t_->options().max_frame_bytes)
+        throw error("segment size " + std::to_string(bytes) + " outside 1.." + std::to_string(t_->options().max_frame_bytes));
+    segment_bytes_ = bytes;
+}
+
+inline int ring_collective::rank() const noexcept { return t_->rank(); }
+inline int ring_collective::size() const noexcept { return t_->size(); }
+inline void ring_collective::set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+inline std::chrono::steady_clock::time_point ring_collective::deadline() const {
+    return std::chrono::steady_clock::now() + timeout_;
+}
+
+inline frame_header ring_collective::header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off,
+                                            std::size_t n) const {
+    frame_header h;
+    h.type = frame_type::data;
+    h.op = code;
+    h.dtype_code = static_cast<std::uint8_t>(t);
+    h.reduce_code = red;
+    h.epoch = t_->epoch();
+    h.seq = seq_;
+    h.count = total;
+    h.offset = off;
+    h.length = n * size_of(t);
+    return h;
+}
+
+namespace detail {
+inline void check_args(const char* what, const void* a, const void* b, std::size_t count, dtype t) {
+    if (size_of(t) == 0) throw error(std::string(what) + ": unknown dtype " + std::to_string(static_cast<int>(t)));
+    if (count && (!a || !b)) throw error(std::string(what) + ": null buffer");
+}
+inline void check_op(const char* what, reduce_op op) {
+    if (op != reduce_op::sum && op != reduce_op::mean && op != reduce_op::max && op != reduce_op::min)
+        throw error(std::string(what) + ": unknown reduction " + std::to_string(static_cast<int>(op)));
+}
+/// Splits [b, e) into pieces of at most `seg` elements; an empty range gives one empty piece.
+template <class F> inline void for_segments(std::size_t b, std::size_t e, std::size_t seg, F&& f) {
+    if (b == e) return f(b, e);
+    for (std::size_t x = b; x < e; x += seg) f(x, std::min(e, x + seg));
+}
+} // namespace detail
+
+inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte* out, std::size_t total, dtype t,
+                                                  reduce_op op, op_code code, bool gather_after,
+                                                  range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
+    const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
+    const std::size_t es = size_of(t);
+    const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
+    const auto red = static_cast<std::uint8_t>(op);
+    const auto dl = deadline();
+    auto mod = [N](long x) { return static_cast<int>(((x % N) + N) % N); };
+    auto ch = [&](int c) { return chunk(total, c, N, param); };
+
+    struct item {
+        std::size_t b, e;
+        int s;
+    };
+    std::vector<item> items;
+    for (int s = 0; s <= N - 2; ++s) {
+        auto c = ch(mod(r - s - 2));
+        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { items.push_back({b, e, s}); });
+    }
+    // Every reduce-scatter receive lands in its own region of the scratch
+    // buffer, posted up front, so no frame arrives before its receive.
+    std::vector<std::size_t> at(items.size() + 1, 0);
+    for (std::size_t m = 0; m < items.size(); ++m) at[m + 1] = at[m] + (items[m].e - items[m].b) * es;
+    if (scratch_.size() < at.back()) scratch_.resize(at.back());
+    std::vector<request> recvs(items.size());
+    for (std::size_t m = 0; m < items.size(); ++m)
+        recvs[m] = t_->recv(prev, header(code, t, red, total, items[m].b, items[m].e - items[m].b), scratch_.data() + at[m]);
+    std::vector<request> sends, ag_sends;
+    {
+        auto c = ch(mod(r - 1));
+        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) {
+            sends.push_back(t_->send(next, header(code, t, red, total, b, e - b), in + b * es));
+        });
+    }
+    const std::size_t own_begin = ch(r).begin;
+
+    // All-gather items: step s sends chunk (r - s), receives chunk (r - s - 1)
+    // straight into `out`, posted now, behind the reduce-scatter receives.
+    // Gather receive k overwrites what reduce-scatter send k reads; the
+    // transport never lets a receive overwrite bytes of a queued send.
+    std::vector<item> gitems;
+    if (gather_after)
+        for (int s = 0; s <= N - 2; ++s) {
+            auto c = ch(mod(r - s - 1));
+            detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { gitems.push_back({b, e, s}); });
+        }
+    std::vector<request> grecvs;
+    grecvs.reserve(gitems.size());
+    for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        t_->wait(recvs[i], dl);
+        recvs[i].reset();
+        const auto& it = items[i];
+        const bool final = it.s == N - 2;
+        const std::size_t n = it.e - it.b;
+        std::byte* acc = scratch_.data() + at[i];
+        std::byte* dst = gather_after ? out + it.b * es : final ? out + (it.b - own_begin) * es : acc;
+        detail::reduce(t, op, dst, acc, in + it.b * es, n, final && op == reduce_op::mean, N);
+        if (!final) {
+            sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
+        } else if (gather_after) {
+            ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
+        }
+    }
+    if (!gather_after) {
+        for (auto& q : sends) t_->wait(q, dl);
+        return;
+    }
+    for (std::size_t i = 0; i < gitems.size(); ++i) {
+        t_->wait(grecvs[i], dl);
+        const auto& it = gitems[i];
+        if (it.s < N - 2) ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+    }
+    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : ag_sends) t_->wait(q, dl);
+}
+
+inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
+                                             range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
+    const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
+    const std::size_t es = size_of(t);
+    const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
+    const auto dl = deadline();
+    auto mod = [N](long x) { return static_cast<int>(((x % N) + N) % N); };
+    struct item {
+        std::size_t b, e;
+        int s;
+    };
+    std::vector<item> gitems;
+    for (int s = 0; s <= N - 2; ++s) {
+        auto c = chunk(total, mod(r - s - 1), N, param);
+        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { gitems.push_back({b, e, s}); });
+    }
+    std::vector<request> grecvs, sends;
+    for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+    auto own = chunk(total, r, N, param);
+    detail::for_segments(own.begin, own.end, seg, [&](std::size_t b, std::size_t e) {
+        sends.push_back(t_->send(next, header(code, t, red, total, b, e - b), out + b * es));
+    });
+    for (std::size_t i = 0; i < gitems.size(); ++i) {
+        t_->wait(grecvs[i], dl);
+        const auto& it = gitems[i];
+        if (it.s < N - 2) sends.push_back(t_->send(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+    }
+    for (auto& q : sends) t_->wait(q, dl);
+}
+
+inline void ring_collective::all_reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+    detail::check_args("all_reduce", in, out, count, t);
+    detail::check_op("all_reduce", op);
+    ++seq_;
+    if (size() == 1) {
+        if (in != out && count) std::memmove(out, in, count * size_of(t));
+        return;
+    }
+    if (count * size_of(t) <= direct_bytes_ && count * size_of(t) <= segment_bytes_)
+        return all_reduce_direct(in, out, count, t, op);
+    reduce_scatter_ring(static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count, t, op, op_code::all_reduce, true,
+                        [](std::size_t total, int c, int n, std::size_t) {
+                            return range{total * static_cast<std::size_t>(c) / static_cast<std::size_t>(n),
+                                         total * static_cast<std::size_t>(c + 1) / static_cast<std::size_t>(n)};
+                        },
+                        0);
+}
+
+inline void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+    const int N = size(), r = rank();
+    const std::size_t bytes = count * size_of(t);
+    const auto dl = deadline();
+    const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
+    if (scratch_.size() < bytes * static_cast<std::size_t>(N)) scratch_.resize(bytes * static_cast<std::size_t>(N));
+    auto slot = [&](int k) { return scratch_.data() + bytes * static_cast<std::size_t>(k); };
+    std::vector<request> recvs, sends;
+    for (int p = 0; p < N; ++p)
+        if (p != r) recvs.push_back(t_->recv(p, h, slot(p)));
+    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, in));
+    for (auto& q : sends) t_->wait(q, dl);
+    if (bytes) std::memcpy(slot(r), in, bytes);
+    for (auto& q : recvs) t_->wait(q, dl);
+    // out = (((x0 op x1) op x2) ... op x[N-1]), the same on every task.
+    for (int k = 1; k < N; ++k)
+        detail::reduce(t, op, out, k == 1 ? slot(0) : static_cast<const std::byte*>(out), slot(k), count,
+                       k == N - 1 && op == reduce_op::mean, N);
+}
+
+inline void ring_collective::reduce_scatter(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+    detail::check_args("reduce_scatter", in, out, count, t);
+    detail::check_op("reduce_scatter", op);
+    ++seq_;
+    const auto N = static_cast<std::size_t>(size());
+    if (N == 1) {
+        if (in != out && count) std::memmove(out, in, count * size_of(t));
+        return;
+    }
+    reduce_scatter_ring(static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count * N, t, op,
+                        op_code::reduce_scatter, false,
+                        [](std::size_t, int c, int, std::size_t per) {
+                            return range{per * static_cast<std::size_t>(c), per * static_cast<std::size_t>(c + 1)};
+                        },
+                        count);
+}
+
+inline void ring_collective::all_gather(const void* in, void* out, std::size_t count, dtype t) {
+    detail::check_args("all_gather", in, out, count, t);
+    ++seq_;
+    const auto N = static_cast<std::size_t>(size());
+    const std::size_t es = size_of(t);
+    auto* own = static_cast<std::byte*>(out) + static_cast<std::size_t>(rank()) * count * es;
+    if (in != own && count) std::memmove(own, in, count * es);
+    if (N == 1) return;
+    all_gather_ring(static_cast<std::byte*>(out), count * N, t, op_code::all_gather, 0,
+                    [](std::size_t, int c, int, std::size_t per) {
+                        return range{per * static_cast<std::size_t>(c), per * static_cast<std::size_t>(c + 1)};
+                    },
+                    count);
+}
+
+inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, int root) {
+    detail::check_args("broadcast", buf, buf, count, t);
+    if (root < 0 || root >= size())
+        throw error("broadcast: root " + std::to_string(root) + " out of range 0.." + std::to_string(size() - 1));
+    ++seq_;
+    const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
+    if (N == 1) return;
+    const std::size_t es = size_of(t);
+    const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
+    const auto dl = deadline();
+    auto* p = static_cast<std::byte*>(buf);
+    std::vector<std::pair<std::size_t, std::size_t>> items;
+    detail::for_segments(0, count, seg, [&](std::size_t b, std::size_t e) { items.emplace_back(b, e); });
+    std::vector<request> sends;
+    if (r == root) {
+        for (auto [b, e] : items) sends.push_back(t_->send(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
+    } else {
+        std::vector<request> recvs;
+        for (auto [b, e] : items) recvs.push_back(t_->recv(prev, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            t_->wait(recvs[i], dl);
+            if (next != root) {
+                auto [b, e] = items[i];
+                sends.push_back(t_->send(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
+            }
+        }
+    }
+    for (auto& q : sends) t_->wait(q, dl);
+}
+
+inline void ring_collective::barrier() {
+    ++seq_;
+    const int N = size(), r = rank();
+    if (N == 1) return;
+    // One empty frame to and from every task: returns once all have entered.
+    const auto dl = deadline();
+    const auto h = header(op_code::barrier, dtype::uint8, 0, 0, 0, 0);
+    std::vector<request> recvs, sends;
+    for (int p = 0; p < N; ++p)
+        if (p != r) recvs.push_back(t_->recv(p, h, nullptr));
+    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, nullptr));
+    for (auto& q : recvs) t_->wait(q, dl);
+    for (auto& q : sends) t_->wait(q, dl);
+}
+
+} // namespace typeflow::dist

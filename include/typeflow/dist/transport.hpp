@@ -1,0 +1,93 @@
+#pragma once
+// typeflow::dist::transport — authenticated, framed TCP connections to every
+// other task of a cluster (full mesh, bootstrapped through the chief), with
+// heartbeats and deadlines. Collectives are built on its send/recv.
+
+#include <typeflow/dist/cluster_spec.hpp>
+#include <typeflow/dist/error.hpp>
+#include <typeflow/dist/frame.hpp>
+#include <typeflow/dist/log.hpp>
+#include <typeflow/dist/options.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace typeflow::dist {
+
+namespace detail {
+struct req_state;
+struct transport_impl;
+} // namespace detail
+
+/// Counters of a transport, for tests and tuning.
+struct transport_stats {
+    std::uint64_t data_frames_sent = 0;
+    std::uint64_t data_frames_received = 0;
+    /// Data frames that arrived before their receive was posted (copied once).
+    std::uint64_t unexpected_frames = 0;
+    std::uint64_t heartbeats_sent = 0;
+};
+
+/// A send or receive in flight; complete it with `transport::wait`.
+using request = std::shared_ptr<detail::req_state>;
+
+/// Connections from this task to every other task of the cluster.
+///
+/// Construction bootstraps: every task connects to the chief's address
+/// (rendezvous, one message each way per task), then to every lower-ranked
+/// task; each connection is authenticated with HMAC-SHA256 over the shared
+/// secret. All I/O runs on one internal thread. Any failure (a peer that dies,
+/// goes silent for `heartbeat_timeout`, sends a bad or unexpected frame, or a
+/// deadline that passes) fails the transport for good: every pending and
+/// later operation throws `error` naming the peer, and the other tasks are
+/// told (abort frame). Destruction says goodbye to every peer.
+class transport {
+public:
+    /// Bootstraps from a spec; throws `error` on timeout or refusal.
+    explicit transport(const cluster_spec& spec);
+    ~transport();
+    transport(const transport&) = delete;
+    transport& operator=(const transport&) = delete;
+
+    int rank() const noexcept;
+    int size() const noexcept;
+    /// Communicator generation, chosen by the chief; carried by every data frame.
+    std::uint32_t epoch() const noexcept;
+    const transport_options& options() const noexcept;
+    /// "worker:2 (rank 3, 127.0.0.1:5003)"
+    const std::string& peer_name(int rank) const;
+    /// Time the constructor took to be connected to every peer.
+    std::chrono::steady_clock::duration bootstrap_time() const noexcept;
+
+    /// Starts sending a data frame `h` followed by `h.length` bytes read
+    /// straight from `payload` (no copy); `payload` must stay valid and
+    /// unchanged until the request completes.
+    request send(int peer, const frame_header& h, const void* payload);
+    /// Starts receiving the next data frame from `peer` into `payload`. The
+    /// frame's header must equal `expected`, else the transport fails with a
+    /// mismatch error naming both headers. Bytes still being read by a queued
+    /// send are never overwritten: such a frame is held until the send is done.
+    request recv(int peer, const frame_header& expected, void* payload);
+    /// Blocks until `r` completes; throws `error` if the transport failed or
+    /// `deadline` passed (which fails the transport).
+    void wait(const request& r, std::chrono::steady_clock::time_point deadline);
+
+    /// Counters so far.
+    transport_stats stats() const noexcept;
+    /// True once `r` has completed (never blocks).
+    bool done(const request& r) const noexcept;
+
+    /// Fails the transport with `reason` and tells the peers. Idempotent.
+    void abort(const std::string& reason);
+    bool failed() const noexcept;
+    /// The failure reason, empty while healthy.
+    std::string failure() const;
+
+private:
+    std::unique_ptr<detail::transport_impl> impl_;
+};
+
+} // namespace typeflow::dist
+
+#include <typeflow/dist/impl/transport.ipp>

@@ -1,0 +1,249 @@
+// Multi-process collectives test, run under typeflow-launch with 2, 3, 4 tasks.
+// Every task generates every task's input from a hash of (task, index, salt),
+// so it can compute the expected result locally: in the documented reduction
+// order (element of chunk c: x[c+1], x[c+2], ..., x[c]) with its own reduction
+// functions, compared bit for bit.
+//
+//   collectives_test [--large]    --large adds the 64 MiB cases
+#include <typeflow/dist.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tfd = typeflow::dist;
+using tfd::dtype;
+using tfd::reduce_op;
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) { // splitmix64
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+template <class T> T value(int rank, std::size_t i, std::uint64_t salt) {
+    const std::uint64_t h = mix(salt * 1000003u ^ mix(static_cast<std::uint64_t>(rank) << 40 ^ i));
+    if constexpr (std::is_same_v<T, float>) {
+        if (salt % 5 == 0 && rank == 1 && i % 997 == 5) return std::nanf("");
+        return static_cast<float>(static_cast<double>(h >> 40) / double(1 << 24) * 2.0 - 1.0) * 3.0f;
+    } else if constexpr (std::is_same_v<T, double>) {
+        return static_cast<double>(h >> 11) * 0x1p-53 * 2.0 - 1.0;
+    } else if constexpr (std::is_same_v<T, std::int32_t>) {
+        return static_cast<std::int32_t>(h % (1u << 28)) - (1 << 27);
+    } else if constexpr (std::is_same_v<T, std::int64_t>) {
+        return static_cast<std::int64_t>(h % (1ull << 58)) - (1ll << 57);
+    } else {
+        return static_cast<std::uint8_t>(h);
+    }
+}
+
+template <class T> bool is_nan(T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    else return false;
+}
+
+// The reference reductions, written independently of the library's kernel.
+template <class T> T ref_op(reduce_op op, T acc, T x) {
+    switch (op) {
+    case reduce_op::sum:
+    case reduce_op::mean: return static_cast<T>(acc + x);
+    case reduce_op::max:
+        if (is_nan(acc)) return acc;
+        if (is_nan(x)) return x;
+        return acc > x ? acc : x;
+    case reduce_op::min:
+        if (is_nan(acc)) return acc;
+        if (is_nan(x)) return x;
+        return acc < x ? acc : x;
+    }
+    return acc;
+}
+
+/// Expected reduction of element i, whose chunk is c, over n tasks (c = -1:
+/// the one-hop order x[0], x[1], ..., x[n-1]).
+template <class T> T expected(reduce_op op, int n, int c, std::size_t i, std::uint64_t salt) {
+    T acc = value<T>((c + 1) % n, i, salt);
+    for (int k = 2; k <= n; ++k) acc = ref_op(op, acc, value<T>((c + k) % n, i, salt));
+    if (op == reduce_op::mean) acc = static_cast<T>(acc / static_cast<T>(n));
+    return acc;
+}
+
+template <class T> bool same_bits(T a, T b) {
+    if (is_nan(a) && is_nan(b)) return true;
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+int failures = 0;
+long checks = 0;
+std::size_t segment_bytes = 0; // the collective's current segment size
+
+template <class T> std::string show(T v) {
+    if constexpr (std::is_floating_point_v<T>) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
+        return b;
+    } else {
+        return std::to_string(static_cast<long long>(v));
+    }
+}
+
+template <class T> void verify(const std::string& what, const T* got, std::size_t n, auto want) {
+    ++checks;
+    for (std::size_t i = 0; i < n; ++i) {
+        const T w = want(i);
+        if (!same_bits(got[i], w)) {
+            std::printf("FAIL %s: element %zu of %zu: got %s, expected %s\n", what.c_str(), i, n, show(got[i]).c_str(),
+                        show(w).c_str());
+            ++failures;
+            return;
+        }
+    }
+}
+
+std::string name(const char* coll, std::size_t n, dtype t, const char* extra, bool in_place) {
+    return std::string(coll) + "(" + std::string(tfd::name_of(t)) + "[" + std::to_string(n) + "]" + extra +
+           (in_place ? ", in place)" : ", out of place)");
+}
+
+template <class T> void test_all_reduce(tfd::collective& c, std::size_t n, reduce_op op, bool in_place, std::uint64_t salt) {
+    const int N = c.size(), r = c.rank();
+    std::vector<T> in(n), out(n, T(7));
+    for (std::size_t i = 0; i < n; ++i) in[i] = value<T>(r, i, salt);
+    const std::vector<T> in_copy = in;
+    if (in_place) c.all_reduce(in.data(), in.data(), n, tfd::dtype_of<T>, op);
+    else c.all_reduce(in.data(), out.data(), n, tfd::dtype_of<T>, op);
+    const auto& res = in_place ? in : out;
+    std::string extra = ", " + std::string(tfd::name_of(op));
+    auto& rc = static_cast<tfd::ring_collective&>(c);
+    const bool direct = n * sizeof(T) <= rc.direct_bytes() && n * sizeof(T) <= segment_bytes;
+    int chunk = 0;
+    verify<T>(name("all_reduce", n, tfd::dtype_of<T>, extra.c_str(), in_place), res.data(), n, [&](std::size_t i) {
+        if (direct) return expected<T>(op, N, -1, i, salt);
+        while (i >= n * static_cast<std::size_t>(chunk + 1) / static_cast<std::size_t>(N)) ++chunk;
+        return expected<T>(op, N, chunk, i, salt);
+    });
+    if (!in_place && std::memcmp(in.data(), in_copy.data(), n * sizeof(T)) != 0) {
+        std::printf("FAIL all_reduce out of place modified its input\n");
+        ++failures;
+    }
+}
+
+template <class T> void test_reduce_scatter(tfd::collective& c, std::size_t n, reduce_op op, bool in_place, std::uint64_t salt) {
+    const int N = c.size(), r = c.rank();
+    std::vector<T> in(n * static_cast<std::size_t>(N)), out(n, T(7));
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = value<T>(r, i, salt);
+    T* dst = in_place ? in.data() + static_cast<std::size_t>(r) * n : out.data();
+    c.reduce_scatter(in.data(), dst, n, tfd::dtype_of<T>, op);
+    std::string extra = ", " + std::string(tfd::name_of(op));
+    verify<T>(name("reduce_scatter", n, tfd::dtype_of<T>, extra.c_str(), in_place), dst, n,
+              [&](std::size_t i) { return expected<T>(op, N, r, static_cast<std::size_t>(r) * n + i, salt); });
+}
+
+template <class T> void test_all_gather(tfd::collective& c, std::size_t n, bool in_place, std::uint64_t salt) {
+    const int N = c.size(), r = c.rank();
+    std::vector<T> out(n * static_cast<std::size_t>(N), T(7)), in(n);
+    for (std::size_t i = 0; i < n; ++i) in[i] = value<T>(r, i, salt);
+    if (in_place) {
+        std::memcpy(out.data() + static_cast<std::size_t>(r) * n, in.data(), n * sizeof(T));
+        c.all_gather(out.data() + static_cast<std::size_t>(r) * n, out.data(), n, tfd::dtype_of<T>);
+    } else {
+        c.all_gather(in.data(), out.data(), n, tfd::dtype_of<T>);
+    }
+    verify<T>(name("all_gather", n, tfd::dtype_of<T>, "", in_place), out.data(), out.size(),
+              [&](std::size_t i) { return value<T>(static_cast<int>(i / n), i % n, salt); });
+}
+
+template <class T> void test_broadcast(tfd::collective& c, std::size_t n, int root, std::uint64_t salt) {
+    const int r = c.rank();
+    std::vector<T> buf(n);
+    for (std::size_t i = 0; i < n; ++i) buf[i] = value<T>(r, i, salt);
+    c.broadcast(buf.data(), n, tfd::dtype_of<T>, root);
+    std::string extra = ", root " + std::to_string(root);
+    verify<T>(name("broadcast", n, tfd::dtype_of<T>, extra.c_str(), true), buf.data(), n,
+              [&](std::size_t i) { return value<T>(root, i, salt); });
+}
+
+template <class T> void small_suite(tfd::collective& c, std::size_t n, std::uint64_t& salt) {
+    for (auto op : {reduce_op::sum, reduce_op::mean, reduce_op::max, reduce_op::min})
+        for (bool ip : {true, false}) {
+            test_all_reduce<T>(c, n, op, ip, ++salt);
+            test_reduce_scatter<T>(c, n, op, ip, ++salt);
+        }
+    for (bool ip : {true, false}) test_all_gather<T>(c, n, ip, ++salt);
+    for (int root = 0; root < c.size(); ++root) test_broadcast<T>(c, n, root, ++salt);
+}
+
+void test_barrier(tfd::collective& c) {
+    // Task k enters 40*k ms late; nobody may leave before the last one entered.
+    using namespace std::chrono;
+    std::this_thread::sleep_for(milliseconds(40 * c.rank()));
+    const std::int64_t entered = duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+    c.barrier();
+    const std::int64_t left = duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+    std::vector<std::int64_t> all(static_cast<std::size_t>(c.size()));
+    c.all_gather(&entered, all.data(), 1, dtype::int64);
+    ++checks;
+    for (auto e : all)
+        if (left < e) {
+            std::printf("FAIL barrier: left at %lld before a task entered at %lld\n", (long long)left, (long long)e);
+            ++failures;
+        }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const bool large = argc > 1 && std::string(argv[1]) == "--large";
+    try {
+        auto spec = tfd::cluster_spec::from_env();
+        spec.options.op_timeout = std::chrono::seconds(60);
+        tfd::ring_collective c(spec);
+        std::uint64_t salt = 1;
+        const auto t0 = std::chrono::steady_clock::now();
+        test_barrier(c);
+        for (std::size_t seg : {std::size_t{256} << 10, std::size_t{1000}}) {
+            c.set_segment_bytes(seg);
+            segment_bytes = seg;
+            for (std::size_t n : {1, 2, 3, 5, 7, 64, 1000, 4097}) {
+                small_suite<float>(c, n, salt);
+                small_suite<double>(c, n, salt);
+                small_suite<std::int32_t>(c, n, salt);
+                small_suite<std::int64_t>(c, n, salt);
+                small_suite<std::uint8_t>(c, n, salt);
+            }
+            for (std::size_t n : {65537, 262147}) small_suite<float>(c, n, salt);
+        }
+        c.set_segment_bytes(std::size_t{256} << 10);
+        segment_bytes = std::size_t{256} << 10;
+        for (std::size_t n : {std::size_t{1} << 20 | 3}) {
+            for (bool ip : {true, false}) test_all_reduce<float>(c, n, reduce_op::sum, ip, ++salt);
+            test_all_reduce<double>(c, n, reduce_op::mean, true, ++salt);
+            test_reduce_scatter<float>(c, n / 4, reduce_op::max, false, ++salt);
+            test_all_gather<float>(c, n / 4, false, ++salt);
+            test_broadcast<float>(c, n, c.size() - 1, ++salt);
+        }
+        if (large) {
+            const std::size_t n = std::size_t{16} << 20; // 64 MiB of float32
+            for (bool ip : {true, false}) test_all_reduce<float>(c, n, reduce_op::sum, ip, ++salt);
+            test_all_reduce<float>(c, n + 5, reduce_op::mean, true, ++salt);
+            test_broadcast<float>(c, n, 0, ++salt);
+            test_all_gather<float>(c, n / static_cast<std::size_t>(c.size()), true, ++salt);
+            test_reduce_scatter<float>(c, n / static_cast<std::size_t>(c.size()), reduce_op::sum, true, ++salt);
+        }
+        test_barrier(c);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("%s: %ld checks, %d failures, %.2f s\n", failures ? "FAILED" : "PASSED", checks, failures, secs);
+        return failures ? 1 : 0;
+    } catch (const std::exception& e) {
+        std::printf("FAILED with exception: %s\n", e.what());
+        return 1;
+    }
+}

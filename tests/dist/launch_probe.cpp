@@ -1,0 +1,68 @@
+// Test program run under typeflow-launch: checks what the launcher hands down.
+//   launch_probe hello            print task, rank, size; check the inherited socket
+//   launch_probe fail TASK CODE   TASK exits with CODE, the others sleep
+//   launch_probe sleep            sleep until signalled; report SIGTERM
+#include <typeflow/dist/cluster_spec.hpp>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+volatile std::sig_atomic_t got_term = 0;
+void on_term(int) { got_term = 1; }
+} // namespace
+
+int main(int argc, char** argv) {
+    auto spec = typeflow::dist::cluster_spec::from_env();
+    std::string mode = argc > 1 ? argv[1] : "hello";
+    if (mode == "hello") {
+        int fd = std::atoi(std::getenv("TYPEFLOW_LISTEN_FD"));
+        sockaddr_in a{};
+        socklen_t len = sizeof a;
+        int listening = 0;
+        socklen_t ll = sizeof listening;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+            ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) != 0 || !listening) {
+            std::printf("no listening socket\n");
+            return 3;
+        }
+        auto [host, port] = typeflow::dist::split_address(spec.address_of(spec.rank()), "own");
+        if (ntohs(a.sin_port) != port || host != "127.0.0.1") {
+            std::printf("socket port %d does not match spec %s\n", ntohs(a.sin_port), spec.address_of(spec.rank()).c_str());
+            return 4;
+        }
+        const char* secret = std::getenv("TYPEFLOW_SECRET");
+        std::printf("task=%s rank=%d size=%d secret_len=%zu\n", spec.task.name().c_str(), spec.rank(), spec.size(),
+                    secret ? std::strlen(secret) : 0);
+        std::fprintf(stderr, "partial line without newline");
+        return 0;
+    }
+    if (mode == "fail") {
+        if (spec.task.name() == argv[2]) {
+            usleep(100000);
+            std::printf("failing now\n");
+            return std::atoi(argv[3]);
+        }
+        std::signal(SIGTERM, on_term);
+        while (!got_term) pause();
+        std::printf("got SIGTERM\n");
+        return 0;
+    }
+    if (mode == "sleep") {
+        std::signal(SIGTERM, on_term);
+        std::printf("ready\n");
+        std::fflush(stdout);
+        while (!got_term) pause();
+        std::printf("got SIGTERM\n");
+        return 0;
+    }
+    return 2;
+}

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Launcher behaviour: specs, inherited sockets, prefixes, failure and signals.
+# usage: launcher_test.sh LAUNCHER PROBE
+set -u
+L=$1; P=$2
+fail() { echo "FAIL: $*"; echo "--- output:"; echo "$out"; exit 1; }
+
+out=$("$L" -n 3 --ps 1 "$P" hello 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "hello: exit $rc"
+for t in "worker:0] task=worker:0 rank=0 size=4" "worker:2] task=worker:2 rank=2" "ps:0] task=ps:0 rank=3"; do
+  echo "$out" | grep -qF "[$t" || fail "missing line [$t"
+done
+echo "$out" | grep -qF "[worker:1] partial line without newline" || fail "partial line not flushed with prefix"
+echo "$out" | grep -q "secret_len=48" || fail "no generated secret"
+
+out=$("$L" -n 2 --chief "$P" hello 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "chief: exit $rc"
+echo "$out" | grep -qF "[chief:0] task=chief:0 rank=0 size=2" || fail "chief naming"
+
+start=$(date +%s%N)
+out=$("$L" -n 3 --grace-ms 300 "$P" fail worker:1 7 2>&1); rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ $rc -eq 7 ] || fail "a failing task must give its exit code (got $rc)"
+echo "$out" | grep -qF "typeflow-launch: worker:1 exited with code 7" || fail "failure not reported"
+[ "$(echo "$out" | grep -c 'got SIGTERM')" -eq 2 ] || fail "the other tasks were not stopped with SIGTERM"
+[ $ms -lt 3000 ] || fail "stopping took ${ms} ms"
+
+# SIGTERM to the launcher is forwarded to every task.
+tmp=$(mktemp)
+"$L" -n 2 "$P" sleep > "$tmp" 2>&1 &
+lp=$!
+for i in $(seq 100); do [ "$(grep -c ready "$tmp")" -eq 2 ] && break; sleep 0.05; done
+kill -TERM $lp
+wait $lp; rc=$?
+out=$(cat "$tmp"); rm -f "$tmp"
+[ $rc -eq 143 ] || fail "SIGTERM: exit $rc"
+[ "$(echo "$out" | grep -c 'got SIGTERM')" -eq 2 ] || fail "SIGTERM not forwarded"
+
+out=$("$L" -n 2 --timeout 1 "$P" sleep 2>&1); rc=$?
+[ $rc -eq 124 ] || fail "--timeout: exit $rc"
+
+out=$("$L" -n 2 /nonexistent/prog 2>&1); rc=$?
+[ $rc -eq 127 ] || fail "missing program: exit $rc"
+out=$("$L" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "usage error: exit $rc"
+echo "launcher tests passed"

@@ -1,0 +1,305 @@
+// Transport: bootstrap, data exchange, refusal of bad input, mismatches,
+// deadlines, clean shutdown. In-process: each task runs on its own thread.
+#include <typeflow/dist/transport.hpp>
+
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio.hpp>
+
+#include <future>
+#include <numeric>
+#include <thread>
+
+using namespace typeflow::dist;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+frame_header slice(std::uint32_t epoch, std::uint64_t seq, std::uint64_t count, std::uint64_t offset, std::uint64_t n) {
+    frame_header h;
+    h.type = frame_type::data;
+    h.op = op_code::broadcast;
+    h.dtype_code = static_cast<std::uint8_t>(dtype::int32);
+    h.epoch = epoch;
+    h.seq = seq;
+    h.count = count;
+    h.offset = offset;
+    h.length = n * 4;
+    return h;
+}
+
+/// Starts all transports concurrently (construction blocks until connected).
+std::vector<std::unique_ptr<transport>> start_all(const std::vector<cluster_spec>& specs) {
+    std::vector<std::future<std::unique_ptr<transport>>> fs;
+    for (auto& s : specs) fs.push_back(std::async(std::launch::async, [&s] { return std::make_unique<transport>(s); }));
+    std::vector<std::unique_ptr<transport>> out;
+    for (auto& f : fs) out.push_back(f.get());
+    return out;
+}
+
+auto soon(std::chrono::milliseconds d = 10s) { return clock_type::now() + d; }
+
+} // namespace
+
+TEST_CASE("two tasks bootstrap and exchange data both ways") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2));
+    REQUIRE(ts[0]->epoch() == ts[1]->epoch());
+    REQUIRE(ts[0]->epoch() != 0);
+    CHECK(ts[1]->peer_name(0) == "worker:0 (rank 0, " + std::string(ts[1]->peer_name(0)).substr(18));
+    std::vector<int> a(1000), b(1000, -1), c(1000, -1);
+    std::iota(a.begin(), a.end(), 7);
+    auto e = ts[0]->epoch();
+    auto r1 = ts[1]->recv(0, slice(e, 1, 1000, 0, 1000), b.data());
+    auto s0 = ts[0]->send(1, slice(e, 1, 1000, 0, 1000), a.data());
+    auto r0 = ts[0]->recv(1, slice(e, 2, 1000, 0, 1000), c.data());
+    auto s1 = ts[1]->send(0, slice(e, 2, 1000, 0, 1000), a.data());
+    for (auto* r : {&r1, &s0}) ts[0]->wait(*r, soon());
+    for (auto* r : {&r0, &s1}) ts[1]->wait(*r, soon());
+    CHECK(b == a);
+    CHECK(c == a);
+    ts.clear(); // clean shutdown: goodbye, no errors
+    CHECK_FALSE(logs.contains("error"));
+    CHECK(logs.all().find("closed the connection") == std::string::npos);
+}
+
+TEST_CASE("data that arrives before its receive is posted is buffered") {
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(100), b(100, 0);
+    std::iota(a.begin(), a.end(), 1);
+    ts[0]->wait(ts[0]->send(1, slice(e, 1, 200, 0, 100), a.data()), soon());
+    ts[0]->wait(ts[0]->send(1, slice(e, 1, 200, 100, 100), a.data()), soon());
+    std::this_thread::sleep_for(50ms);
+    ts[1]->wait(ts[1]->recv(0, slice(e, 1, 200, 0, 100), b.data()), soon());
+    CHECK(b == a);
+    std::fill(b.begin(), b.end(), 0);
+    ts[1]->wait(ts[1]->recv(0, slice(e, 1, 200, 100, 100), b.data()), soon());
+    CHECK(b == a);
+}
+
+TEST_CASE("a payload whose receive is posted first lands in place; an early one is copied once") {
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(4096), b(4096, 0);
+    std::iota(a.begin(), a.end(), 3);
+    auto r = ts[1]->recv(0, slice(e, 1, 4096, 0, 4096), b.data());
+    std::this_thread::sleep_for(20ms); // the receive is surely posted
+    ts[0]->wait(ts[0]->send(1, slice(e, 1, 4096, 0, 4096), a.data()), soon());
+    ts[1]->wait(r, soon());
+    CHECK(b == a);
+    CHECK(ts[1]->stats().data_frames_received == 1);
+    CHECK(ts[1]->stats().unexpected_frames == 0);
+    ts[0]->wait(ts[0]->send(1, slice(e, 2, 4096, 0, 4096), a.data()), soon());
+    std::this_thread::sleep_for(20ms);
+    ts[1]->wait(ts[1]->recv(0, slice(e, 2, 4096, 0, 4096), b.data()), soon());
+    CHECK(ts[1]->stats().unexpected_frames == 1);
+    CHECK(ts[0]->stats().data_frames_sent == 2);
+}
+
+TEST_CASE("four tasks form a full mesh") {
+    auto ts = start_all(tfd_test::local_specs(4));
+    std::vector<std::vector<int>> got(16, std::vector<int>(3, -1));
+    std::vector<int> src[4];
+    std::vector<request> reqs;
+    for (int i = 0; i < 4; ++i) src[i] = {i, i * 10, i * 100};
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            if (i != j) {
+                reqs.push_back(ts[j]->recv(i, slice(ts[0]->epoch(), 5, 3, 0, 3), got[i * 4 + j].data()));
+                reqs.push_back(ts[i]->send(j, slice(ts[0]->epoch(), 5, 3, 0, 3), src[i].data()));
+            }
+    for (auto& r : reqs) ts[0]->wait(r, soon()); // waiting works on any transport's requests in-process
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            if (i != j) CHECK(got[i * 4 + j] == src[i]);
+}
+
+namespace {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+/// A raw client of `address`: sends `bytes`, then reads until the server closes.
+std::string raw_client(unsigned short port, const std::vector<std::byte>& bytes, bool close_after = true,
+                       std::chrono::milliseconds hold = 0ms) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), port});
+    boost::system::error_code ec; // the server may refuse (close) before we are done
+    asio::write(s, asio::buffer(bytes), ec);
+    if (hold.count()) std::this_thread::sleep_for(hold);
+    if (close_after) s.shutdown(tcp::socket::shutdown_send, ec);
+    std::string got;
+    char buf[4096];
+    for (;;) {
+        auto n = s.read_some(asio::buffer(buf), ec);
+        if (ec) break;
+        got.append(buf, n);
+    }
+    return got;
+}
+
+std::vector<std::byte> header_bytes(const frame_header& h) {
+    auto a = encode_header(h);
+    return {a.begin(), a.end()};
+}
+
+std::vector<std::byte> hello(std::uint32_t rank) {
+    frame_header h;
+    h.type = frame_type::hello;
+    h.seq = rank;
+    h.length = 32;
+    auto b = header_bytes(h);
+    b.resize(b.size() + 32, std::byte{0x42});
+    return b;
+}
+} // namespace
+
+TEST_CASE("bad input is refused with a logged reason while good peers are served") {
+    tfd_test::log_capture logs;
+    auto specs = tfd_test::local_specs(2, R"({"handshake_timeout_ms": 300})");
+    const auto port = split_address(specs[0].address_of(0), "").second;
+    auto chief = std::async(std::launch::async, [&] { return std::make_unique<transport>(specs[0]); });
+    std::this_thread::sleep_for(100ms); // the chief is listening
+
+    std::vector<std::byte> garbage(100);
+    for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<std::byte>(i * 37 + 11);
+    raw_client(port, garbage);
+
+    auto h = hello(1);
+    auto bad_magic = h;
+    bad_magic[0] = std::byte{'X'};
+    raw_client(port, bad_magic);
+    auto bad_version = h;
+    bad_version[4] = std::byte{9};
+    raw_client(port, bad_version);
+    frame_header big;
+    big.type = frame_type::hello;
+    big.length = std::uint64_t{1} << 40;
+    raw_client(port, header_bytes(big));
+    raw_client(port, std::vector<std::byte>(h.begin(), h.begin() + 20)); // truncated header, then EOF
+    raw_client(port, std::vector<std::byte>(h.begin(), h.begin() + 60)); // truncated payload, then EOF
+    raw_client(port, std::vector<std::byte>(h.begin(), h.begin() + 20), false, 600ms); // stalls: handshake deadline
+    auto wrong_rank = hello(7);
+    raw_client(port, wrong_rank);
+    auto self_rank = hello(0);
+    raw_client(port, self_rank);
+
+    { // A client that completes the protocol with the wrong secret.
+        asio::io_context io;
+        tcp::socket s(io);
+        s.connect({asio::ip::make_address("127.0.0.1"), port});
+        auto nc = handshake::make_nonce();
+        frame_header hh;
+        hh.type = frame_type::hello;
+        hh.seq = 1;
+        hh.length = 32;
+        auto hb = encode_header(hh);
+        asio::write(s, std::array{asio::buffer(hb), asio::buffer(nc)});
+        std::array<std::byte, 48 + 64> ch;
+        asio::read(s, asio::buffer(ch));
+        handshake::nonce ns;
+        std::memcpy(ns.data(), ch.data() + 48, 32);
+        auto proof = handshake::client_proof("not-the-secret", ns, nc, 1);
+        frame_header rh;
+        rh.type = frame_type::response;
+        rh.length = 32;
+        auto rb = encode_header(rh);
+        asio::write(s, std::array{asio::buffer(rb), asio::buffer(proof)});
+        std::array<std::byte, 48> reply;
+        asio::read(s, asio::buffer(reply));
+        auto parsed = parse_header(reply.data(), 0);
+        REQUIRE(parsed.ok);
+        CHECK(parsed.header.type == frame_type::abort); // told why, then closed
+    }
+
+    // The good peer still gets in.
+    auto worker = std::make_unique<transport>(specs[1]);
+    auto c = chief.get();
+    int x = 42, y = 0;
+    auto e = c->epoch();
+    auto r = worker->recv(0, slice(e, 1, 1, 0, 1), &y);
+    c->wait(c->send(1, slice(e, 1, 1, 0, 1), &x), soon());
+    worker->wait(r, soon());
+    CHECK(y == 42);
+
+    INFO(logs.all());
+    CHECK(logs.contains("refused connection from 127.0.0.1"));
+    CHECK(logs.contains("bad magic 0x"));
+    CHECK(logs.contains("unsupported protocol version 9"));
+    CHECK(logs.contains("hello frame with payload length 1099511627776"));
+    CHECK(logs.contains("connection closed during the handshake (truncated frame?)"));
+    CHECK(logs.contains("handshake timed out"));
+    CHECK(logs.contains("hello claims rank 7 outside 0..1"));
+    CHECK(logs.contains("hello claims this task's own rank 0"));
+    CHECK(logs.contains("client failed authentication (wrong shared secret?)"));
+}
+
+TEST_CASE("a peer with the wrong secret cannot join") {
+    tfd_test::log_capture logs;
+    auto specs = tfd_test::local_specs(2, R"({"connect_timeout_ms": 1500})");
+    specs[1].secret = "wrong";
+    auto chief = std::async(std::launch::async, [&] { return std::make_unique<transport>(specs[0]); });
+    CHECK_THROWS_WITH(transport(specs[1]), Contains("server failed authentication (wrong shared secret?)"));
+    CHECK_THROWS_WITH(chief.get(), Contains("bootstrap timed out") && Contains("not connected to worker:1"));
+}
+
+TEST_CASE("a mismatched frame fails both sides with both headers named") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(10), b(10);
+    auto r = ts[1]->recv(0, slice(e, 3, 10, 0, 10), b.data());
+    auto s = ts[0]->send(1, slice(e, 3, 11, 0, 10), a.data());
+    const auto t0 = clock_type::now();
+    CHECK_THROWS_WITH(ts[1]->wait(r, soon()), Contains("mismatched collective with worker:0") &&
+                                                  Contains("expects data broadcast seq 3 int32[10]") &&
+                                                  Contains("peer sent data broadcast seq 3 int32[11]"));
+    // The other side learns through the abort frame.
+    CHECK_THROWS_WITH(ts[0]->wait(ts[0]->recv(1, slice(e, 4, 1, 0, 1), b.data()), soon()),
+                      Contains("aborted by worker:1") && Contains("mismatched"));
+    CHECK(clock_type::now() - t0 < 1s);
+    CHECK_THROWS_WITH(ts[0]->send(1, slice(e, 5, 1, 0, 1), a.data()), Contains("mismatched"));
+}
+
+TEST_CASE("a receive that passes its deadline fails the transport and tells the peer") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    int v = 0;
+    auto r = ts[0]->recv(1, slice(e, 1, 1, 0, 1), &v);
+    const auto t0 = clock_type::now();
+    CHECK_THROWS_WITH(ts[0]->wait(r, clock_type::now() + 200ms),
+                      Contains("timed out waiting for data broadcast seq 1 int32[1] slice 0+1") && Contains("from worker:1"));
+    CHECK(clock_type::now() - t0 < 1s);
+    CHECK_THROWS_WITH(ts[1]->wait(ts[1]->recv(0, slice(e, 1, 1, 0, 1), &v), soon()),
+                      Contains("aborted by worker:0") && Contains("timed out"));
+}
+
+TEST_CASE("a peer that shuts down is reported when waited on") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(3));
+    auto e = ts[0]->epoch();
+    ts[2].reset(); // clean goodbye
+    int v = 0;
+    auto r = ts[0]->recv(2, slice(e, 1, 1, 0, 1), &v);
+    CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("worker:2") && Contains("has shut down"));
+}
+
+TEST_CASE("a single-task cluster needs no network") {
+    auto spec = cluster_spec::parse(R"({"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 0}})");
+    transport t(spec);
+    CHECK(t.size() == 1);
+    CHECK(t.rank() == 0);
+}
+
+TEST_CASE("a multi-task cluster without a secret is refused") {
+    auto specs = tfd_test::local_specs(2);
+    specs[0].secret.clear();
+    ::unsetenv("TYPEFLOW_SECRET");
+    CHECK_THROWS_WITH(transport(specs[0]), Contains("no shared secret"));
+}
