@@ -83,9 +83,12 @@ measure() {
     for ((r = 0; r < REPEATS; r++)); do
         for name in "$@"; do
             [[ -n "${dead[$name]:-}" ]] && continue
-            if [[ -n "${SKIP_AFTER_TIMEOUT:-}" && -n "${TIMED_OUT:-}" ]]; then
+            if [[ -n "${SKIP_AFTER_TIMEOUT:-}" && -n "${TIMED_OUT:-}" && -z "${CPU[$name]}" ]]; then
                 dead[$name]=1; CPU[$name]="NA"; WALL[$name]="NA"; PEAK[$name]="NA"
                 echo "#   $name: skipped (a smaller depth ran past ${COMPILE_TIMEOUT}s)" >&2
+                continue
+            fi
+            if [[ -n "${SKIP_AFTER_TIMEOUT:-}" && -n "${TIMED_OUT:-}" && "$name" != chain_empty ]]; then
                 continue
             fi
             src="${SRC[$name]}"

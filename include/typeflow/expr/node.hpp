@@ -23,6 +23,28 @@ enum class op_kind {
 
 namespace detail {
 struct expression_base {};
+// The children of a node: a minimal tuple (one base per element, no
+// constructor templates). std::tuple's constrained converting constructors
+// make GCC and Clang work exponentially in the depth of a graph whose nodes
+// share children (residual connections).
+template <std::size_t I, class T>
+struct child_box {
+    T value;
+};
+template <class Seq, class... C>
+struct children_impl;
+template <std::size_t... I, class... C>
+struct children_impl<std::index_sequence<I...>, C...> : child_box<I, C>... {
+    explicit children_impl(C... c) : child_box<I, C>{std::move(c)}... {}
+};
+template <class... C>
+struct children_of : children_impl<std::index_sequence_for<C...>, C...> {
+    using children_impl<std::index_sequence_for<C...>, C...>::children_impl;
+};
+template <std::size_t I, class T>
+const T& get_child(const child_box<I, T>& b) noexcept {
+    return b.value;
+}
 }  // namespace detail
 
 /// Any typeflow graph node: a leaf or an operation node.
@@ -58,18 +80,24 @@ public:
         else return std::size_t{0};
     }();
 
-    explicit node(C... c) : p_(std::make_shared<const std::tuple<C...>>(std::move(c)...)) {}
+    explicit node(C... c) : p_(std::make_shared<const detail::children_of<C...>>(std::move(c)...)) {}
 
-    const std::tuple<C...>& children() const noexcept { return *p_; }
+    /// Calls f(children...).
+    template <class F>
+    decltype(auto) apply_children(F&& f) const {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+            return std::forward<F>(f)(child<I>()...);
+        }(std::index_sequence_for<C...>{});
+    }
     template <std::size_t I>
     const auto& child() const noexcept {
-        return std::get<I>(*p_);
+        return detail::get_child<I>(*p_);
     }
     /// Address of the shared state: equal for copies of one node.
     const void* identity() const noexcept { return p_.get(); }
 
 private:
-    std::shared_ptr<const std::tuple<C...>> p_;
+    std::shared_ptr<const detail::children_of<C...>> p_;
 };
 
 namespace detail {

@@ -164,7 +164,7 @@ private:
             if (inst_[i].empty()) inst_[i].push_back({&obj, obj.identity(), nullptr});
         } else {
             if (!seen.insert(obj.identity()).second) return;
-            std::apply([&](const auto&... c) { (walk(c, seen, names), ...); }, obj.children());
+            obj.apply_children([&](const auto&... c) { (walk(c, seen, names), ...); });
             if (is_pure_v<T> ? inst_[i].empty() : true) inst_[i].push_back({&obj, obj.identity(), nullptr});
         }
     }
