@@ -29,25 +29,25 @@ struct push_back<list<Ts...>, T> {
     using type = list<Ts..., T>;
 };
 
-// index lookup in O(1) instantiations per query: a map inheriting one entry per element
-template <class T, std::size_t I>
-struct index_entry {};
-template <class L, class Seq>
-struct index_map_impl;
-template <class... Ts, std::size_t... I>
-struct index_map_impl<list<Ts...>, std::index_sequence<I...>> : index_entry<Ts, I>... {};
-template <class L>
-struct index_map;
-template <class... Ts>
-struct index_map<list<Ts...>> : index_map_impl<list<Ts...>, std::index_sequence_for<Ts...>> {};
-
-template <class T, std::size_t I>
-constexpr std::size_t index_lookup(const index_entry<T, I>*) {
-    return I;
-}
+// Position of T in a list: one pack expansion of std::is_same_v (a compiler
+// builtin comparing canonical types). Deducing T against one base per element
+// (an "index map") looks O(1), but GCC 12's deduction compares deep types
+// structurally, which is exponential in the depth of a graph with shared
+// children.
+template <class L, class T>
+struct index_of;
+template <class... Ts, class T>
+struct index_of<list<Ts...>, T> {
+    static constexpr std::size_t value = [] {
+        constexpr bool match[] = {std::is_same_v<T, Ts>..., false};
+        for (std::size_t i = 0; i < sizeof...(Ts); ++i)
+            if (match[i]) return i;
+        return sizeof...(Ts);
+    }();
+};
 /// Position of T in list L (T must be an element).
 template <class L, class T>
-inline constexpr std::size_t index_of_v = index_lookup<T>(static_cast<const index_map<L>*>(nullptr));
+inline constexpr std::size_t index_of_v = index_of<L, T>::value;
 
 /// The I-th type of a pack, without recursion.
 template <std::size_t I, class... T>

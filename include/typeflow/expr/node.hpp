@@ -27,6 +27,7 @@ struct expression_base {};
 // constructor templates). std::tuple's constrained converting constructors
 // make GCC and Clang work exponentially in the depth of a graph whose nodes
 // share children (residual connections).
+struct children_tag {};
 template <std::size_t I, class T>
 struct child_box {
     T value;
@@ -80,7 +81,13 @@ public:
         else return std::size_t{0};
     }();
 
-    explicit node(C... c) : p_(std::make_shared<const detail::children_of<C...>>(std::move(c)...)) {}
+    /// Use make_node or the op functions. The tag keeps this constructor out
+    /// of implicit-conversion checks between node types, which otherwise
+    /// recurse through every child and cost time exponential in the depth of
+    /// graphs with shared children.
+    /// (std::make_shared is avoided for the same reason: libstdc++'s
+    /// implementation of it is exponential in that depth as well.)
+    node(detail::children_tag, C... c) : p_(new detail::children_of<C...>(std::move(c)...)) {}
 
     /// Calls f(children...).
     template <class F>
@@ -129,7 +136,7 @@ struct is_pure<node<Op, C...>> {
 /// Builds node<Op, decayed operands...>.
 template <class Op, class... A>
 auto make_node(A&&... a) {
-    return node<Op, std::remove_cvref_t<A>...>(std::forward<A>(a)...);
+    return node<Op, std::remove_cvref_t<A>...>(detail::children_tag{}, std::forward<A>(a)...);
 }
 
 }  // namespace typeflow

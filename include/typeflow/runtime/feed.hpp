@@ -11,14 +11,20 @@
 namespace typeflow {
 
 /// The nodes one run computes and returns, in order.
+/// (Held in the same flat aggregate as a node's children: std::tuple's
+/// constructor checks cost time exponential in a deep graph's depth.)
 template <expression... Fs>
 struct fetch_list {
-    std::tuple<Fs...> nodes;
+    detail::children_of<Fs...> nodes;
+    template <std::size_t K>
+    const auto& get() const noexcept {
+        return detail::get_child<K>(nodes);
+    }
 };
 /// fetch(a, b, ...): what session::run returns, as a tuple of tensors.
 template <expression... Fs>
 fetch_list<std::remove_cvref_t<Fs>...> fetch(Fs&&... fs) {
-    return {{std::forward<Fs>(fs)...}};
+    return {detail::children_of<std::remove_cvref_t<Fs>...>(std::forward<Fs>(fs)...)};
 }
 
 /// Data for placeholder P in one run; it views the caller's memory, which

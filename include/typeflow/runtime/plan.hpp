@@ -74,8 +74,8 @@ public:
         std::unordered_set<const void*> seen;
         std::unordered_map<std::string, const void*> names;
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (walk(std::get<K>(roots_), seen, names), ...);
-            ((fetch_key_[K] = key_of(std::get<K>(roots_))), ...);
+            (walk(detail::get_child<K>(roots_), seen, names), ...);
+            ((fetch_key_[K] = key_of(detail::get_child<K>(roots_))), ...);
         }(std::make_index_sequence<F>{});
         for (std::size_t k = 0; k < F; ++k) {
             primary_[k] = k;
@@ -92,7 +92,7 @@ public:
     /// True when `f` is the set of node objects this plan was made for.
     bool same_roots(const fetch_list<Fs...>& f) const {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            return (same_root(std::get<K>(roots_), std::get<K>(f.nodes)) && ...);
+            return (same_root(detail::get_child<K>(roots_), f.template get<K>()) && ...);
         }(std::make_index_sequence<F>{});
     }
 
@@ -346,7 +346,7 @@ private:
     template <std::size_t K>
     void prepare_result() {
         if (primary_[K] != K) return;
-        using T = std::tuple_element_t<K, std::tuple<Fs...>>;
+        using T = meta::at_t<K, Fs...>;
         constexpr std::size_t i = idx<T>;
         auto& r = std::get<K>(results_);
         if (r.empty() || !r.unique() || !(r.dims() == dims_[i])) r = tensor<value_type_t<T>>(dims_[i]);
@@ -358,11 +358,11 @@ private:
     void copy_unmaterialized_fetches() {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             (([&] {
-                 using T = std::tuple_element_t<K, std::tuple<Fs...>>;
+                 using T = meta::at_t<K, Fs...>;
                  if constexpr (T::is_leaf || T::kind == op_kind::view) {
                      if (primary_[K] == K) {
                          auto& r = std::get<K>(results_);
-                         const auto* src = input(std::get<K>(roots_));
+                         const auto* src = input(detail::get_child<K>(roots_));
                          std::copy(src, src + r.size(), r.data());
                      }
                  }
@@ -380,8 +380,8 @@ private:
     void share_one(std::index_sequence<J...>) {
         if (primary_[K] == K) return;
         (([&] {
-             if constexpr (std::is_same_v<std::tuple_element_t<J, std::tuple<Fs...>>,
-                                          std::tuple_element_t<K, std::tuple<Fs...>>>)
+             if constexpr (std::is_same_v<meta::at_t<J, Fs...>,
+                                          meta::at_t<K, Fs...>>)
                  if (J == primary_[K]) std::get<K>(results_) = std::get<J>(results_);
          }()),
          ...);
@@ -422,7 +422,7 @@ private:
         std::memcpy(dst.data(), value, static_cast<std::size_t>(dst.size()) * sizeof(value_type_t<T>));
     }
 
-    std::tuple<Fs...> roots_;
+    detail::children_of<Fs...> roots_;
     std::array<std::vector<instance>, N> inst_{};
     std::array<dims, N> dims_{};
     std::array<dims, N> fed_dims_{};

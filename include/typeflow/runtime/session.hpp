@@ -48,8 +48,10 @@ private:
                 auto* p = static_cast<P*>(e.plan.get());
                 if (p->same_roots(f)) return *p;
             }
-        auto p = std::make_unique<P>(f);
-        P& ref = *p;
+        // not std::make_unique: libstdc++'s is exponential in a deep graph's depth
+        P* raw = new P(f);
+        std::unique_ptr<runtime::plan_base> p(raw);
+        P& ref = *raw;
         if (plans_.size() >= max_plans) plans_.erase(plans_.begin());
         plans_.push_back({&typeid(P), std::move(p)});
         ++stats_.plans_built;
