@@ -29,6 +29,8 @@ inline constexpr index_t gather_block = 2048;
 struct operand_layout {
     std::array<index_t, max_rank> stride{};
     bool gather = false;
+    bool scalar = false;        // one element, read as an Eigen constant
+    std::size_t elem_size = 0;  // bytes per element
 };
 
 /// The loop structure of one fused region, fixed per graph and dyn binding.
@@ -39,6 +41,7 @@ struct region_layout {
     index_t numel = 0;
     std::vector<operand_layout> operands;
     mutable std::vector<double> scratch;  // gather buffers: block doubles per operand (8-byte aligned for every dtype)
+    mutable std::vector<const void*> ptr;  // this block's pointer per operand
 };
 
 namespace detail {
@@ -96,30 +99,97 @@ void for_each_operand(const N& n, F&& f) {
 template <class T>
 using array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// The Eigen expression of node n over one block; ptr[k] is operand k's block.
-template <class G, std::size_t Off, class N>
-auto build(const N& n, const void* const* ptr, index_t len);
+}  // namespace detail
 
-template <class G, std::size_t Off, class C>
-auto operand_expr(const void* const* ptr, index_t len) {
-    using T = value_type_t<C>;
-    if constexpr (shape_t<C>::numel == 1)
-        return Eigen::Array<T, Eigen::Dynamic, 1>::Constant(len, *static_cast<const T*>(ptr[Off]));
-    else
-        return array_map<T>(static_cast<const T*>(ptr[Off]), len);
+namespace detail {
+// The canonical form of a region: its op structure with each operand replaced
+// by its position, dtype and scalar-ness. Regions of one structure (the steps
+// of a deep chain, the layers of an MLP) share one canonical type, so the
+// Eigen loop below is compiled once for all of them.
+template <std::size_t Off, class T, bool Scalar>
+struct operand_slot {};
+template <class Op, class... C>
+struct canonical_node {};
+
+template <class G, std::size_t Off, class N>
+struct canonical;
+template <class G, std::size_t Off, class N>
+using canonical_t = typename canonical<G, Off, N>::type;
+// the fused part below node N (N itself is not an operand here)
+template <class G, std::size_t Off, class N>
+struct canonical_region {
+    template <std::size_t... J>
+    static auto make(std::index_sequence<J...>)
+        -> canonical_node<typename N::op,
+                          canonical_t<G, Off + child_offset<G, N, J + N::control_inputs>(),
+                                      std::remove_cvref_t<decltype(std::declval<const N&>().template child<J + N::control_inputs>())>>...>;
+    using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
+};
+template <class G, std::size_t Off, class N>
+struct canonical {
+    using type = typename std::conditional_t<is_operand<G, N>,
+                                             std::type_identity<operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>>,
+                                             canonical_region<G, Off, N>>::type;
+};
+
+template <std::size_t Off, class T, bool Scalar>
+auto build_canonical(operand_slot<Off, T, Scalar>, const void* const* ptr, index_t len) {
+    if constexpr (Scalar) return Eigen::Array<T, Eigen::Dynamic, 1>::Constant(len, *static_cast<const T*>(ptr[Off]));
+    else return array_map<T>(static_cast<const T*>(ptr[Off]), len);
+}
+template <class Op, class... C>
+auto build_canonical(canonical_node<Op, C...>, const void* const* ptr, index_t len) {
+    return Op::array(build_canonical(C{}, ptr, len)...);
 }
 
-template <class G, std::size_t Off, class N>
-auto build(const N& n, const void* const* ptr, index_t len) {
-    return [&]<std::size_t... J>(std::index_sequence<J...>) {
-        return N::op::array([&] {
-            constexpr std::size_t j = J + N::control_inputs;
-            using C = std::remove_cvref_t<decltype(n.template child<j>())>;
-            constexpr std::size_t off = Off + child_offset<G, N, j>();
-            if constexpr (is_operand<G, C>) return operand_expr<G, off, C>(ptr, len);
-            else return build<G, off>(n.template child<j>(), ptr, len);
-        }()...);
-    }(std::make_index_sequence<N::children_list::size - N::control_inputs>{});
+// Copies `len` elements `step` elements apart (0: one element repeated).
+inline void gather(void* dst, const void* src, index_t len, index_t step, std::size_t size) {
+    auto* d = static_cast<unsigned char*>(dst);
+    const auto* s = static_cast<const unsigned char*>(src);
+    for (index_t t = 0; t < len; ++t)
+        std::memcpy(d + static_cast<std::size_t>(t) * size, s + static_cast<std::size_t>(t * step) * size, size);
+}
+
+// The block loop of a region of canonical form Canon writing T.
+template <class Canon, class T>
+void run_blocks(const region_layout& lay, const void* const* base, T* out) {
+    const std::size_t K = lay.operands.size();
+    const std::size_t last = lay.rank - 1;
+    const index_t inner = lay.extent[last];
+    index_t outer = 1;
+    for (std::size_t i = 0; i < last; ++i) outer *= lay.extent[i];
+    std::array<index_t, max_rank> idx{};
+    const void** ptr = lay.ptr.data();
+    index_t out_off = 0;
+    for (index_t o = 0; o < outer; ++o) {
+        for (index_t c0 = 0; c0 < inner; c0 += lay.block) {
+            const index_t len = std::min(lay.block, inner - c0);
+            for (std::size_t k = 0; k < K; ++k) {
+                const operand_layout& ol = lay.operands[k];
+                if (ol.scalar) {
+                    ptr[k] = base[k];
+                    continue;
+                }
+                index_t e = c0 * ol.stride[last];
+                for (std::size_t i = 0; i < last; ++i) e += idx[i] * ol.stride[i];
+                const auto* b = static_cast<const unsigned char*>(base[k]) + static_cast<std::size_t>(e) * ol.elem_size;
+                if (!ol.gather) {
+                    ptr[k] = b;
+                } else {
+                    double* s = lay.scratch.data() + k * static_cast<std::size_t>(lay.block);
+                    gather(s, b, len, ol.stride[last], ol.elem_size);
+                    ptr[k] = s;
+                }
+            }
+            Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out + out_off + c0, len) =
+                build_canonical(Canon{}, ptr, len);
+        }
+        out_off += inner;
+        for (std::size_t i = last; i-- > 0;) {  // odometer over the outer axes
+            if (++idx[i] < lay.extent[i]) break;
+            idx[i] = 0;
+        }
+    }
 }
 }  // namespace detail
 
@@ -141,6 +211,8 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
     detail::for_each_operand<G, 0>(root, [&](const auto& c, auto off) {
         using C = std::remove_cvref_t<decltype(c)>;
         scalar[off] = shape_t<C>::numel == 1;
+        lay.operands[off].scalar = scalar[off];
+        lay.operands[off].elem_size = sizeof(value_type_t<C>);
         const dims d = dims_of(c);
         index_t s = 1;
         for (std::size_t i = 0; i < out.rank; ++i) {
@@ -187,6 +259,7 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
     }
     lay.block = any_gather ? std::min<index_t>(ext[r - 1], gather_block) : ext[r - 1];
     if (any_gather) lay.scratch.assign(static_cast<std::size_t>(lay.block) * K, 0.0);
+    lay.ptr.assign(K, nullptr);
     return lay;
 }
 
@@ -194,55 +267,11 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
 /// operand's elements for this run.
 template <class G, class R, class Input>
 void eval_region(const R& root, const region_layout& lay, Input&& input, value_type_t<R>* out) {
-    using T = value_type_t<R>;
     constexpr std::size_t K = region_operands<G, R>;
     if (lay.numel == 0) return;
     std::array<const void*, K + 1> base{};
     detail::for_each_operand<G, 0>(root, [&](const auto& c, auto off) { base[off] = input(c); });
-
-    const std::size_t last = lay.rank - 1;
-    const index_t inner = lay.extent[last];
-    index_t outer = 1;
-    for (std::size_t i = 0; i < last; ++i) outer *= lay.extent[i];
-
-    std::array<index_t, max_rank> idx{};
-    std::array<const void*, K + 1> ptr{};
-    index_t out_off = 0;
-    for (index_t o = 0; o < outer; ++o) {
-        for (index_t c0 = 0; c0 < inner; c0 += lay.block) {
-            const index_t len = std::min(lay.block, inner - c0);
-            detail::for_each_operand<G, 0>(root, [&](const auto& c, auto off) {
-                using C = std::remove_cvref_t<decltype(c)>;
-                using V = value_type_t<C>;
-                const auto& ol = lay.operands[off];
-                const V* b = static_cast<const V*>(base[off]);
-                if constexpr (shape_t<C>::numel == 1) {
-                    ptr[off] = b;
-                } else {
-                    index_t e = c0 * ol.stride[last];
-                    for (std::size_t i = 0; i < last; ++i) e += idx[i] * ol.stride[i];
-                    if (!ol.gather) {
-                        ptr[off] = b + e;
-                    } else {
-                        V* s = reinterpret_cast<V*>(lay.scratch.data() +
-                                                    static_cast<std::size_t>(off) * static_cast<std::size_t>(lay.block));
-                        const index_t step = ol.stride[last];
-                        if (step == 0) std::fill(s, s + len, b[e]);
-                        else
-                            for (index_t t = 0; t < len; ++t) s[t] = b[e + t * step];
-                        ptr[off] = s;
-                    }
-                }
-            });
-            Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(out + out_off + c0, len) =
-                detail::build<G, 0>(root, ptr.data(), len);
-        }
-        out_off += inner;
-        for (std::size_t i = last; i-- > 0;) {  // odometer over the outer axes
-            if (++idx[i] < lay.extent[i]) break;
-            idx[i] = 0;
-        }
-    }
+    detail::run_blocks<typename detail::canonical_region<G, 0, R>::type>(lay, base.data(), out);
 }
 
 }  // namespace typeflow::backend::eigen
