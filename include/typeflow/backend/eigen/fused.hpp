@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -74,7 +75,7 @@ template <class G, class N, std::size_t J>
 constexpr std::size_t child_offset() {
     return []<class... C>(meta::list<C...>) {
         std::size_t j = 0, s = 0;
-        ((s += (j >= N::control_inputs && j < J ? operands_of<G, C>() : 0), ++j), ...);
+        ((s += (std::cmp_greater_equal(j, N::control_inputs) && std::cmp_less(j, J) ? operands_of<G, C>() : 0), ++j), ...);
         return s;
     }(typename N::children_list{});
 }
