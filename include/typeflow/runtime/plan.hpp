@@ -19,6 +19,7 @@
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/graph/topo.hpp>
+#include <typeflow/runtime/checks.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/memory_plan.hpp>
 
@@ -156,10 +157,7 @@ private:
         constexpr std::size_t i = idx<T>;
         if constexpr (T::is_leaf) {
             if constexpr (detail::is_variable_v<T>) {
-                auto [it, fresh] = names.emplace(std::string(T::name()), obj.identity());
-                if (!fresh && it->second != obj.identity())
-                    throw error("two distinct variables share the name '" + std::string(T::name()) +
-                                "'; a variable's name is its identity, so give each its own");
+                register_variable(names, T::name(), obj.identity());
             }
             if (inst_[i].empty()) inst_[i].push_back({&obj, obj.identity(), nullptr});
         } else {
@@ -193,21 +191,10 @@ private:
     static void bind_feed(std::array<dims, N>& fed, std::array<const void*, N>& ptr, const Feeds&... feeds) {
         if constexpr (detail::is_placeholder_v<T>) {
             const auto* f = find_feed<T>(feeds...);
-            if (!f)
-                throw error("placeholder '" + std::string(T::name()) + "' (" +
-                            std::string(dtype_name(dtype_of<value_type_t<T>>)) + ", shape " +
-                            to_string(shape_t<T>::value) + ") must be fed: the fetched nodes depend on it");
-            const dims& want = shape_t<T>::value;
-            const dims& got = f->data.dims;
-            bool ok = got.rank == want.rank;
-            for (std::size_t i = 0; ok && i < want.rank; ++i)
-                ok = (want.d[i] == dyn ? got.d[i] >= 0 : got.d[i] == want.d[i]);
-            if (!ok)
-                throw error("feed for placeholder '" + std::string(T::name()) + "': expected shape " +
-                            to_string(want) + ", got " + to_string(got));
-            if (!f->data.data && got.numel() > 0)
-                throw error("feed for placeholder '" + std::string(T::name()) + "': no data (null pointer)");
-            fed[idx<T>] = got;
+            static constexpr dims none{};
+            check_feed(T::name(), dtype_of<value_type_t<T>>, shape_t<T>::value, f != nullptr, f ? f->data.dims : none,
+                       f ? f->data.data : nullptr);
+            fed[idx<T>] = f->data.dims;
             ptr[idx<T>] = f->data.data;
         }
     }
@@ -230,27 +217,13 @@ private:
                 if constexpr (T::kind == op_kind::elementwise) {
                     if constexpr (graph::is_assign_node<T>()) {
                         const dims& v = d[idx<meta::at_t<0, C...>>];
-                        const dims& e = d[idx<meta::at_t<1, C...>>];
-                        const broadcast_result r = broadcast_dims(v, e);
-                        if (!r.ok || !(r.out == v))
-                            throw error(std::string(Op::name) + " to variable '" +
-                                        std::string(meta::at_t<0, C...>::name()) + "': a value of shape " +
-                                        to_string(e) + " does not fit shape " + to_string(v));
+                        check_assign_fits(Op::name, meta::at_t<0, C...>::name(), v, d[idx<meta::at_t<1, C...>>]);
                         return v;
                     } else if constexpr (T::control_inputs > 0) {
                         return d[idx<meta::at_t<sizeof...(C) - 1, C...>>];
                     } else {
-                        dims out = d[idx<meta::at_t<0, C...>>];
-                        bool ok = true;
-                        ((ok = ok && broadcast_dims(out, d[idx<C>]).ok,
-                          out = ok ? broadcast_dims(out, d[idx<C>]).out : out),
-                         ...);
-                        if (!ok) {
-                            std::string shapes;
-                            ((shapes += (shapes.empty() ? "" : " and ") + to_string(d[idx<C>])), ...);
-                            throw error(std::string(Op::name) + ": shapes " + shapes + " do not broadcast");
-                        }
-                        return out;
+                        const dims* operands[] = {&d[idx<C>]...};
+                        return broadcast_operands(Op::name, operands, sizeof...(C));
                     }
                 } else if constexpr (requires { Op::template infer_static<C...>(d[idx<C>]...); }) {
                     return Op::template infer_static<C...>(d[idx<C>]...);
