@@ -78,7 +78,8 @@ set_tests_properties(dist.bootstrap.np16 PROPERTIES TIMEOUT 60 LABELS dist)
 find_program(TYPEFLOW_CLANGXX NAMES clang++ clang++-14)
 set(TYPEFLOW_DIST_FUZZ_SECONDS 20 CACHE STRING "Seconds the dist.fuzz.frame test fuzzes")
 if(TYPEFLOW_CLANGXX)
-  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz_frame)
+  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_frame)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz)
   file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*)
   add_custom_command(OUTPUT ${_fz}
     COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
