@@ -59,7 +59,10 @@ private:
     void all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
                          range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param);
     frame_header header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off, std::size_t n) const;
+    /// Deadline of the current collective (also stored for its sends).
     std::chrono::steady_clock::time_point deadline() const;
+    request snd(int peer, const frame_header& h, const void* payload);
+    mutable std::chrono::steady_clock::time_point send_deadline_{};
 
     std::unique_ptr<transport> owned_;
     transport* t_;

@@ -1,9 +1,15 @@
 #pragma once
 // Non-template implementation of typeflow::dist::transport (inline, Asio style).
 //
-// Threading: one I/O thread runs the io_context and owns every socket and all
-// per-peer state. Caller threads only push requests into `pending` (under
-// `submit_mu`) and wait on `cv`; completion is a flag in the request.
+// Threading: one I/O thread runs the io_context, reads every socket and owns
+// all per-peer state. Data frames are written by the calling thread itself
+// (scatter-gather `sendmsg` on the socket, polling for room when it is full),
+// so sends and receives run on two threads without a hand-off per frame;
+// frames of the I/O thread (heartbeat, goodbye, control, abort) and the
+// caller's writes are serialized per peer by `peer_state::wmu`, which is held
+// for a whole frame so frames never interleave. Receives are pushed into
+// `pending` (under `submit_mu`); callers wait on `cv` (after a brief spin);
+// completion is a flag in the request.
 
 #include <typeflow/dist/handshake.hpp>
 
@@ -34,7 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <cerrno>
 #include <unistd.h>
 
 namespace typeflow::dist {
@@ -78,10 +87,18 @@ struct peer_state {
     std::size_t unexpected_bytes = 0;
     bool parked = false;
     std::unique_ptr<asio::steady_timer> wake;
-    clock::time_point last_recv{}, last_send{};
+    clock::time_point last_recv{};
+    std::atomic<clock::rep> last_send{0}; // time_since_epoch of the last completed write
     bool joined = false; // chief: JOIN received
-    bool goodbye_sent = false, goodbye_received = false;
-    bool write_broken = false;
+    bool goodbye_sent = false;
+    std::atomic<bool> goodbye_received{false};
+    std::atomic<bool> write_broken{false};
+    /// Held by whoever writes a frame to `sock` (a caller's data frame, or the
+    /// I/O thread from start_write until its completion handler), for the whole frame.
+    std::mutex wmu;
+    std::atomic<bool> caller_writing{false}; // a caller holds wmu
+    std::atomic<bool> io_write_wanted{false}; // the I/O thread has frames queued behind a caller's write
+    bool abort_sent = false; // I/O thread
     std::atomic<bool> eof{false};
 };
 
@@ -113,11 +130,14 @@ struct transport_impl {
     asio::steady_timer epoch_event{io};
     asio::steady_timer fail_timer{io};
     bool failing = false; // I/O thread: fail() has run; `failed` follows once sockets are quiet
+    std::atomic<bool> failing_flag{false}; // the same, readable by callers
     std::vector<std::byte> abort_bytes;
     std::uint32_t epoch = 0;
     bool epoch_known = false;
     bool welcome_sent = false;
-    bool delivery_blocked = false; // a buffered frame waits for a send to finish
+    std::atomic<bool> delivery_blocked{false}; // a buffered frame waits for a send to finish
+    std::mutex inflight_mu; // guards `inflight`
+    std::vector<std::pair<const std::byte*, std::size_t>> inflight; // payloads callers are writing now
     clock::time_point started = clock::now();
     clock::duration bootstrap_duration{};
 
@@ -189,6 +209,7 @@ struct transport_impl {
     void fail(const std::string& reason) {
         if (failing) return;
         failing = true;
+        failing_flag.store(true);
         log(log_level::error, spec.task.name() + ": " + reason);
         {
             std::lock_guard lk(mu);
@@ -199,7 +220,11 @@ struct transport_impl {
         for (auto& p : peers) {
             if (!p->sock || !p->sock->is_open()) continue;
             if (p->writing) wait_for_writes = true;
-            else if (!p->goodbye_sent) raw_send(*p->sock, abort_bytes.data(), abort_bytes.size());
+            else if (!p->wmu.try_lock()) wait_for_writes = true; // a caller is writing a frame
+            else {
+                send_abort(*p);
+                p->wmu.unlock();
+            }
         }
         if (!wait_for_writes) return finalize_failure();
         fail_timer.expires_after(std::chrono::milliseconds(200));
@@ -208,9 +233,32 @@ struct transport_impl {
 
     /// Called when a write completes while failing.
     void write_done_while_failing(peer_state& p, bool ok) {
-        if (ok && !p.goodbye_sent && p.sock->is_open()) raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+        if (ok) send_abort(p);
+        p.wmu.unlock();
+        check_writes_quiet();
+    }
+
+    /// I/O thread, while failing, holding p.wmu: the abort frame, once.
+    void send_abort(peer_state& p) {
+        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || !p.sock->is_open()) return;
+        p.abort_sent = true;
+        raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+    }
+
+    /// I/O thread, while failing: a caller finished (or gave up) writing to `p`.
+    void caller_write_done_while_failing(peer_state& p) {
+        if (failed.load()) return;
+        if (!p.writing && p.wmu.try_lock()) {
+            send_abort(p);
+            p.wmu.unlock();
+        }
+        check_writes_quiet();
+    }
+
+    void check_writes_quiet() {
+        if (failed.load()) return;
         for (auto& q : peers)
-            if (q->writing) return;
+            if (q->writing || q->caller_writing.load()) return;
         finalize_failure();
     }
 
@@ -516,7 +564,8 @@ struct transport_impl {
         error_code ec;
         s->set_option(tcp::no_delay(true), ec);
         p.sock = std::move(s);
-        p.last_recv = p.last_send = clock::now();
+        p.last_recv = clock::now();
+        p.last_send.store(p.last_recv.time_since_epoch().count());
         asio::co_spawn(io, reader(p), asio::detached);
         check_ready();
     }
@@ -702,6 +751,9 @@ struct transport_impl {
                 const auto* sb = static_cast<const std::byte*>(s->src);
                 if (sb < e && b < sb + s->h.length) return false;
             }
+        std::lock_guard lk(const_cast<std::mutex&>(inflight_mu));
+        for (const auto& [sb, n] : inflight)
+            if (n && sb < e && b < sb + n) return false;
         return true;
     }
 
@@ -712,7 +764,7 @@ struct transport_impl {
             auto& u = p.unexpected.front();
             if (!same_op(req->h, u.h)) return mismatch(p, req->h, u.h);
             if (!writable(*req)) {
-                delivery_blocked = true;
+                delivery_blocked.store(true);
                 return;
             }
             if (u.h.length) std::memcpy(req->dst, u.data.data(), u.h.length);
@@ -742,7 +794,7 @@ struct transport_impl {
     /// said why (an abort frame still unread), so the reader gets a moment
     /// to report that before the write error is reported.
     void write_failed(peer_state& p, const error_code& ec) {
-        p.write_broken = true;
+        p.write_broken.store(true);
         auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
         t->async_wait([this, &p, ec, t](const error_code&) {
             if (!failing) peer_lost(p, ec);
@@ -750,22 +802,27 @@ struct transport_impl {
     }
 
     void start_write(peer_state& p) {
-        if (failing || !p.sock || p.write_broken) return;
+        if (failing || !p.sock || p.write_broken.load() || p.writing || p.sendq.empty()) return;
+        if (!p.wmu.try_lock()) {
+            // A caller is writing a frame; it kicks us when done (flag set
+            // before the second try, so one of the two sees the other).
+            p.io_write_wanted.store(true);
+            if (!p.wmu.try_lock()) return;
+            p.io_write_wanted.store(false);
+        }
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
         asio::async_write(*p.sock, bufs, [this, &p, r](const error_code& ec, std::size_t) {
             p.writing = false;
             if (failing) return write_done_while_failing(p, !ec);
+            p.wmu.unlock();
             if (ec) return write_failed(p, ec);
-            p.last_send = clock::now();
+            p.last_send.store(clock::now().time_since_epoch().count());
             p.sendq.pop_front();
             if (r->h.type == frame_type::data) {
                 n_sent.fetch_add(1, std::memory_order_relaxed);
-                if (delivery_blocked) {
-                    delivery_blocked = false;
-                    for (auto& q : peers) deliver(*q);
-                }
+                redeliver();
             }
             else if (r->h.type == frame_type::heartbeat) n_heartbeats.fetch_add(1, std::memory_order_relaxed);
             if (r->h.type == frame_type::goodbye) {
@@ -775,6 +832,109 @@ struct transport_impl {
             complete(r);
             if (!p.sendq.empty()) start_write(p);
         });
+    }
+
+    /// I/O thread: retries buffered frames that waited for a send to finish.
+    void redeliver() {
+        if (delivery_blocked.exchange(false))
+            for (auto& q : peers) deliver(*q);
+    }
+
+    /// Caller thread: writes data frame `r` to `p` itself (header and payload
+    /// in one scatter-gather write, polling while the socket is full). Returns
+    /// true once the whole frame is written; false if the transport failed,
+    /// the peer is gone or `deadline` passed (then the failure is, or is being,
+    /// recorded and `wait` on the request throws).
+    bool caller_write(peer_state& p, req_state& r, clock::time_point deadline) {
+        if (p.goodbye_received.load()) {
+            const std::string why = "sending " + describe(r.h) + " to " + p.name + ", which has shut down";
+            asio::post(io, [this, why] { fail(why); });
+            return false;
+        }
+        for (int i = 0; !p.wmu.try_lock(); ++i) { // the I/O thread is writing a small frame
+            if (failed.load() || failing_flag.load()) return false;
+            if (i > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+            else std::this_thread::yield();
+        }
+        p.caller_writing.store(true);
+        bool done = false;
+        if (!failing_flag.load() && !p.write_broken.load() && p.sock) {
+            const auto* payload = static_cast<const std::byte*>(r.src);
+            if (r.h.length) {
+                std::lock_guard lk(inflight_mu);
+                inflight.emplace_back(payload, r.h.length);
+            }
+            done = write_frame(p, r, deadline);
+            if (r.h.length) {
+                std::lock_guard lk(inflight_mu);
+                for (auto it = inflight.begin(); it != inflight.end(); ++it)
+                    if (it->first == payload && it->second == r.h.length) {
+                        inflight.erase(it);
+                        break;
+                    }
+            }
+            if (done) {
+                p.last_send.store(clock::now().time_since_epoch().count());
+                n_sent.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+        p.caller_writing.store(false);
+        p.wmu.unlock();
+        const bool kick = p.io_write_wanted.exchange(false);
+        const bool redo = delivery_blocked.load();
+        if (failing_flag.load()) asio::post(io, [this, &p] { caller_write_done_while_failing(p); });
+        else if (kick || redo)
+            asio::post(io, [this, &p, kick] {
+                if (kick) start_write(p);
+                redeliver();
+            });
+        return done;
+    }
+
+    bool write_frame(peer_state& p, req_state& r, clock::time_point deadline) {
+        const int fd = p.sock->native_handle();
+        iovec iov[2];
+        iov[0].iov_base = r.wire.data();
+        iov[0].iov_len = r.wire.size();
+        iov[1].iov_base = const_cast<void*>(r.src);
+        iov[1].iov_len = r.h.length;
+        int first = 0;
+        const int last = r.h.length ? 2 : 1;
+        while (first < last) {
+            msghdr m{};
+            m.msg_iov = iov + first;
+            m.msg_iovlen = static_cast<decltype(m.msg_iovlen)>(last - first);
+            const ssize_t n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n >= 0) {
+                auto left = static_cast<std::size_t>(n);
+                while (first < last && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+                if (first < last) {
+                    iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+                    iov[first].iov_len -= left;
+                }
+                continue;
+            }
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                const error_code ec(errno, boost::system::system_category());
+                p.write_broken.store(true);
+                asio::post(io, [this, &p, ec] { write_failed(p, ec); });
+                return false;
+            }
+            // Full: wait for room, watching for failure and the deadline.
+            for (;;) {
+                if (failed.load()) return false;
+                if (clock::now() >= deadline) {
+                    const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
+                    asio::post(io, [this, why] { fail(why); });
+                    return false;
+                }
+                pollfd pf{fd, POLLOUT, 0};
+                const int k = ::poll(&pf, 1, 10);
+                if (k > 0 || (k < 0 && errno != EINTR)) break;
+            }
+        }
+        return true;
     }
 
     void send_small(peer_state& p, frame_type t) {
@@ -801,6 +961,11 @@ struct transport_impl {
             error_code ec;
             co_await ticker.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (failing || closing.load()) co_return;
+            for (auto& pp : peers) // retry a write that lost a race with a caller's write
+                if (pp->io_write_wanted.load() && !pp->caller_writing.load()) {
+                    pp->io_write_wanted.store(false);
+                    start_write(*pp);
+                }
             const auto now = clock::now();
             const bool we_stalled = now - last > timeout / 2; // this process was not running
             last = now;
@@ -808,7 +973,7 @@ struct transport_impl {
                 auto& p = *pp;
                 if (!p.sock || p.rank == rank) continue;
                 if (we_stalled) p.last_recv = now;
-                if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - p.last_send >= timeout / 4)
+                if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - clock::time_point(clock::duration(p.last_send.load())) >= timeout / 4)
                     send_small(p, frame_type::heartbeat);
                 if (!p.parked && !p.goodbye_received && now - p.last_recv > timeout) {
                     fail(p.name + " is not responding: nothing received for " + ms_string(now - p.last_recv) +
@@ -942,6 +1107,11 @@ inline const std::string& transport::peer_name(int r) const { return impl_->name
 inline std::chrono::steady_clock::duration transport::bootstrap_time() const noexcept { return impl_->bootstrap_duration; }
 
 inline request transport::send(int peer, const frame_header& h, const void* payload) {
+    return send(peer, h, payload, std::chrono::steady_clock::now() + impl_->opt.op_timeout);
+}
+
+inline request transport::send(int peer, const frame_header& h, const void* payload,
+                               std::chrono::steady_clock::time_point deadline) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("send: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -951,7 +1121,10 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     r->src = payload;
     r->peer = peer;
     r->is_send = true;
-    impl_->submit(r);
+    // Written here, by the calling thread; on failure the request stays
+    // pending and `wait` reports the transport's failure.
+    if (impl_->caller_write(*impl_->peers[static_cast<std::size_t>(peer)], *r, deadline))
+        r->state.store(1, std::memory_order_release);
     return r;
 }
 
