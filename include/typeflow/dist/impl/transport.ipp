@@ -900,12 +900,20 @@ struct transport_impl {
         iov[1].iov_len = r.h.length;
         int first = 0;
         const int last = r.h.length ? 2 : 1;
+        bool partial = false;
+        // Giving up part way through leaves the stream cut mid-frame: nothing
+        // more (not even an abort frame) may be written to it.
+        auto give_up = [&] {
+            if (partial) p.write_broken.store(true);
+            return false;
+        };
         while (first < last) {
             msghdr m{};
             m.msg_iov = iov + first;
             m.msg_iovlen = static_cast<decltype(m.msg_iovlen)>(last - first);
             const ssize_t n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (n >= 0) {
+                partial = partial || n > 0;
                 auto left = static_cast<std::size_t>(n);
                 while (first < last && left >= iov[first].iov_len) left -= iov[first++].iov_len;
                 if (first < last) {
@@ -923,11 +931,11 @@ struct transport_impl {
             }
             // Full: wait for room, watching for failure and the deadline.
             for (;;) {
-                if (failed.load()) return false;
+                if (failed.load()) return give_up();
                 if (clock::now() >= deadline) {
                     const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
                     asio::post(io, [this, why] { fail(why); });
-                    return false;
+                    return give_up();
                 }
                 pollfd pf{fd, POLLOUT, 0};
                 const int k = ::poll(&pf, 1, 10);
