@@ -741,7 +741,7 @@ struct transport_impl {
 
     /// False while a queued send still reads bytes that receive `r` would
     /// overwrite; such a frame waits in the unexpected queue instead.
-    bool writable(const req_state& r) const {
+    bool writable(const req_state& r) {
         if (!r.h.length) return true;
         const auto* b = static_cast<const std::byte*>(r.dst);
         const auto* e = b + r.h.length;
@@ -751,9 +751,15 @@ struct transport_impl {
                 const auto* sb = static_cast<const std::byte*>(s->src);
                 if (sb < e && b < sb + s->h.length) return false;
             }
-        std::lock_guard lk(const_cast<std::mutex&>(inflight_mu));
+        // A caller writing an overlapping payload: flag it under the lock, so
+        // the caller (which removes its entry under the lock, then reads the
+        // flag) is sure to see it and have the frame delivered.
+        std::lock_guard lk(inflight_mu);
         for (const auto& [sb, n] : inflight)
-            if (n && sb < e && b < sb + n) return false;
+            if (n && sb < e && b < sb + n) {
+                delivery_blocked.store(true);
+                return false;
+            }
         return true;
     }
 
@@ -853,8 +859,16 @@ struct transport_impl {
         }
         for (int i = 0; !p.wmu.try_lock(); ++i) { // the I/O thread is writing a small frame
             if (failed.load() || failing_flag.load()) return false;
-            if (i > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-            else std::this_thread::yield();
+            if (i > 64) {
+                if (clock::now() >= deadline) {
+                    const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
+                    asio::post(io, [this, why] { fail(why); });
+                    return false;
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            } else {
+                std::this_thread::yield();
+            }
         }
         p.caller_writing.store(true);
         bool done = false;
