@@ -7,9 +7,10 @@
 // so sends and receives run on two threads without a hand-off per frame;
 // frames of the I/O thread (heartbeat, goodbye, control, abort) and the
 // caller's writes are serialized per peer by `peer_state::wmu`, which is held
-// for a whole frame so frames never interleave. Receives are pushed into
-// `pending` (under `submit_mu`); callers wait on `cv` (after a brief spin);
-// completion is a flag in the request.
+// for a whole frame so frames never interleave. Receives are posted by the
+// caller too (per-peer receive queues and buffered frames under `rq_mu`;
+// a buffered frame is copied out on the caller's thread); callers wait on
+// `cv` after a brief spin; completion is a flag in the request.
 
 #include <typeflow/dist/handshake.hpp>
 
@@ -85,7 +86,7 @@ struct peer_state {
     std::deque<std::shared_ptr<req_state>> recvq;
     std::deque<unexpected_frame> unexpected;
     std::size_t unexpected_bytes = 0;
-    bool parked = false;
+    std::atomic<bool> parked{false}; // written under rq_mu
     std::unique_ptr<asio::steady_timer> wake;
     clock::time_point last_recv{};
     std::atomic<clock::rep> last_send{0}; // time_since_epoch of the last completed write
@@ -136,6 +137,10 @@ struct transport_impl {
     bool epoch_known = false;
     bool welcome_sent = false;
     std::atomic<bool> delivery_blocked{false}; // a buffered frame waits for a send to finish
+    /// Guards every peer's recvq, unexpected and unexpected_bytes: receives
+    /// are posted (and buffered frames delivered) by the calling thread
+    /// itself. Lock order: rq_mu, then inflight_mu.
+    std::mutex rq_mu;
     std::mutex inflight_mu; // guards `inflight`
     std::vector<std::pair<const std::byte*, std::size_t>> inflight; // payloads callers are writing now
     clock::time_point started = clock::now();
@@ -151,9 +156,6 @@ struct transport_impl {
 
     std::atomic<std::uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_heartbeats{0};
 
-    std::mutex submit_mu;
-    std::vector<std::shared_ptr<req_state>> pending;
-    bool kick_scheduled = false;
 
     std::thread thread;
 
@@ -704,20 +706,32 @@ struct transport_impl {
                                    std::to_string(epoch));
                 for (;;) {
                     if (failing || closing.load()) co_return;
+                    std::unique_lock lk(rq_mu);
                     if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
+                        // While this frame is read in place, `unexpected` stays
+                        // empty (only this coroutine fills it), so a caller
+                        // posting receives meanwhile delivers nothing.
                         auto req = p.recvq.front();
-                        if (!same_op(req->h, h)) co_return mismatch(p, req->h, h);
+                        if (!same_op(req->h, h)) {
+                            lk.unlock();
+                            co_return mismatch(p, req->h, h);
+                        }
+                        lk.unlock();
                         if (h.length)
                             co_await asio::async_read(*sock, asio::buffer(req->dst, h.length), progress, asio::use_awaitable);
+                        lk.lock();
                         p.recvq.pop_front();
+                        lk.unlock();
                         n_received.fetch_add(1, std::memory_order_relaxed);
                         complete(req);
                         break;
                     }
                     if (p.unexpected_bytes + h.length <= opt.max_unexpected_bytes) {
+                        lk.unlock();
                         unexpected_frame u{h, std::vector<std::byte>(h.length)};
                         if (h.length)
                             co_await asio::async_read(*sock, asio::buffer(u.data), progress, asio::use_awaitable);
+                        lk.lock();
                         p.unexpected_bytes += h.length;
                         p.unexpected.push_back(std::move(u));
                         n_unexpected.fetch_add(1, std::memory_order_relaxed);
@@ -725,8 +739,10 @@ struct transport_impl {
                         deliver(p); // a receive may have been posted meanwhile
                         break;
                     }
-                    // Too much buffered: stop reading until a receive is posted.
+                    // Too much buffered: stop reading until a receive is posted
+                    // (deliver() then posts a wake-up; parked is set under the lock).
                     p.parked = true;
+                    lk.unlock();
                     p.wake->expires_at(clock::time_point::max());
                     error_code ignored;
                     co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
@@ -745,12 +761,7 @@ struct transport_impl {
         if (!r.h.length) return true;
         const auto* b = static_cast<const std::byte*>(r.dst);
         const auto* e = b + r.h.length;
-        for (const auto& q : peers)
-            for (const auto& s : q->sendq) {
-                if (s->h.type != frame_type::data || !s->h.length) continue;
-                const auto* sb = static_cast<const std::byte*>(s->src);
-                if (sb < e && b < sb + s->h.length) return false;
-            }
+        // Data frames are written only by callers (never queued in sendq).
         // A caller writing an overlapping payload: flag it under the lock, so
         // the caller (which removes its entry under the lock, then reads the
         // flag) is sure to see it and have the frame delivered.
@@ -763,12 +774,21 @@ struct transport_impl {
         return true;
     }
 
+    /// Fails the transport from any thread (the I/O thread does it at once).
+    void fail_any(const std::string& reason) {
+        if (io.get_executor().running_in_this_thread()) return fail(reason);
+        asio::post(io, [this, reason] { fail(reason); });
+    }
+
     /// Hands buffered frames to posted receives, in order, while possible.
+    /// Any thread, holding rq_mu.
     void deliver(peer_state& p) {
-        while (!p.unexpected.empty() && !p.recvq.empty() && !failing) {
+        while (!p.unexpected.empty() && !p.recvq.empty() && !failing_flag.load()) {
             auto req = p.recvq.front();
             auto& u = p.unexpected.front();
-            if (!same_op(req->h, u.h)) return mismatch(p, req->h, u.h);
+            if (!same_op(req->h, u.h))
+                return fail_any("mismatched collective with " + p.name + ": this task expects " + describe(req->h) +
+                                ", the peer sent " + describe(u.h));
             if (!writable(*req)) {
                 delivery_blocked.store(true);
                 return;
@@ -779,12 +799,14 @@ struct transport_impl {
             p.recvq.pop_front();
             complete(req);
         }
-        if (p.parked) p.wake->cancel();
+        if (p.parked.load()) asio::post(io, [&p] { p.wake->cancel(); });
     }
 
+    /// Any thread: queues receive `r` (delivering a buffered frame at once).
     void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
-        if (p.unexpected.empty() && p.goodbye_received)
-            return fail("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
+        std::lock_guard lk(rq_mu);
+        if (p.unexpected.empty() && p.goodbye_received.load())
+            return fail_any("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
         p.recvq.push_back(r);
         deliver(p);
     }
@@ -842,8 +864,9 @@ struct transport_impl {
 
     /// I/O thread: retries buffered frames that waited for a send to finish.
     void redeliver() {
-        if (delivery_blocked.exchange(false))
-            for (auto& q : peers) deliver(*q);
+        if (!delivery_blocked.exchange(false)) return;
+        std::lock_guard lk(rq_mu);
+        for (auto& q : peers) deliver(*q);
     }
 
     /// Caller thread: writes data frame `r` to `p` itself (header and payload
@@ -1008,31 +1031,6 @@ struct transport_impl {
 
     // ---- caller side --------------------------------------------------------------
 
-    void submit(std::shared_ptr<req_state> r) {
-        bool kick;
-        {
-            std::lock_guard lk(submit_mu);
-            pending.push_back(std::move(r));
-            kick = !kick_scheduled;
-            kick_scheduled = true;
-        }
-        if (kick)
-            asio::post(io, [this] {
-                std::vector<std::shared_ptr<req_state>> batch;
-                {
-                    std::lock_guard lk(submit_mu);
-                    batch.swap(pending);
-                    kick_scheduled = false;
-                }
-                for (auto& q : batch) {
-                    if (failing) return;
-                    auto& p = *peers[q->peer];
-                    if (q->is_send) post_send(p, q);
-                    else post_recv(p, q);
-                }
-            });
-    }
-
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
         // Spin briefly (small messages complete within microseconds), then sleep.
         const auto spin_until = clock::now() + opt.spin_wait;
@@ -1158,7 +1156,8 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
     r->h.type = frame_type::data;
     r->dst = payload;
     r->peer = peer;
-    impl_->submit(r);
+    // Posted by the calling thread itself (no hand-off to the I/O thread).
+    impl_->post_recv(*impl_->peers[static_cast<std::size_t>(peer)], r);
     return r;
 }
 
