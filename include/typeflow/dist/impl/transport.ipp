@@ -74,7 +74,7 @@ struct req_state {
 
 struct unexpected_frame {
     frame_header h;
-    std::vector<std::byte> data;
+    std::unique_ptr<std::byte[]> data; // h.length bytes, not zero-filled (overwritten by the read)
 };
 
 struct peer_state {
@@ -728,9 +728,9 @@ struct transport_impl {
                     }
                     if (p.unexpected_bytes + h.length <= opt.max_unexpected_bytes) {
                         lk.unlock();
-                        unexpected_frame u{h, std::vector<std::byte>(h.length)};
+                        unexpected_frame u{h, std::make_unique_for_overwrite<std::byte[]>(h.length)};
                         if (h.length)
-                            co_await asio::async_read(*sock, asio::buffer(u.data), progress, asio::use_awaitable);
+                            co_await asio::async_read(*sock, asio::buffer(u.data.get(), h.length), progress, asio::use_awaitable);
                         lk.lock();
                         p.unexpected_bytes += h.length;
                         p.unexpected.push_back(std::move(u));
@@ -793,7 +793,7 @@ struct transport_impl {
                 delivery_blocked.store(true);
                 return;
             }
-            if (u.h.length) std::memcpy(req->dst, u.data.data(), u.h.length);
+            if (u.h.length) std::memcpy(req->dst, u.data.get(), u.h.length);
             p.unexpected_bytes -= u.h.length;
             p.unexpected.pop_front();
             p.recvq.pop_front();
