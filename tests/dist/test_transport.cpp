@@ -280,6 +280,32 @@ TEST_CASE("a receive that passes its deadline fails the transport and tells the 
                       Contains("aborted by worker:0") && Contains("timed out"));
 }
 
+TEST_CASE("a send to a peer that stops reading passes its deadline and fails the transport") {
+    tfd_test::log_capture logs;
+    // worker:1 buffers at most 64 KiB of unposted data, then stops reading.
+    auto ts = start_all(tfd_test::local_specs(2, R"({"max_unexpected_bytes": 65536, "heartbeat_timeout_ms": 1000})"));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(std::size_t{8} << 20, 7); // 32 MiB: more than the socket buffers hold
+    const auto t0 = clock_type::now();
+    auto r = ts[0]->send(1, slice(e, 1, a.size(), 0, a.size()), a.data(), clock_type::now() + 300ms);
+    CHECK(clock_type::now() - t0 >= 250ms);
+    CHECK(clock_type::now() - t0 < 2s);
+    CHECK_FALSE(ts[0]->done(r));
+    CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("timed out sending data broadcast seq 1") && Contains("to worker:1"));
+    CHECK(ts[0]->failed());
+}
+
+TEST_CASE("sends are written by the caller: complete on return when the socket has room") {
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(1000, 5), b(1000, 0);
+    auto s = ts[0]->send(1, slice(e, 1, 1000, 0, 1000), a.data());
+    CHECK(ts[0]->done(s));
+    ts[1]->wait(ts[1]->recv(0, slice(e, 1, 1000, 0, 1000), b.data()), soon());
+    CHECK(b == a);
+    CHECK(ts[0]->stats().data_frames_sent == 1);
+}
+
 TEST_CASE("a peer that shuts down is reported when waited on") {
     tfd_test::log_capture logs;
     auto ts = start_all(tfd_test::local_specs(3));

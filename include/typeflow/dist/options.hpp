@@ -24,7 +24,7 @@ struct transport_options {
     /// Largest payload of one frame; longer frames are refused.
     std::size_t max_frame_bytes = std::size_t{64} << 20;
     /// Collectives cut buffers into frames of at most this many bytes.
-    std::size_t segment_bytes = std::size_t{256} << 10;
+    std::size_t segment_bytes = std::size_t{1} << 20;
     /// Data that arrives before its receive is posted is buffered up to this
     /// many bytes per peer; beyond it the connection stops reading.
     std::size_t max_unexpected_bytes = std::size_t{256} << 20;

@@ -14,8 +14,9 @@ namespace typeflow::dist {
 ///
 /// all_reduce is a reduce-scatter then an all-gather around the ring
 /// rank -> rank+1, each buffer cut into size() chunks and each chunk into
-/// frames of at most `segment_bytes`; receiving, reducing and sending
-/// overlap (the transport's I/O thread moves bytes while the caller reduces).
+/// frames of at most `segment_bytes`; receiving overlaps reducing and
+/// sending (the transport's I/O thread reads while the caller reduces and
+/// writes).
 /// The element i in chunk c is reduced in the fixed order
 /// x[c+1], x[c+2], ..., x[c] (ranks mod size()) by one task, then copied to
 /// all, so every task gets the same bits. mean is sum then division by size().
@@ -59,7 +60,10 @@ private:
     void all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
                          range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param);
     frame_header header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off, std::size_t n) const;
+    /// Deadline of the current collective (also stored for its sends).
     std::chrono::steady_clock::time_point deadline() const;
+    request snd(int peer, const frame_header& h, const void* payload);
+    mutable std::chrono::steady_clock::time_point send_deadline_{};
 
     std::unique_ptr<transport> owned_;
     transport* t_;

@@ -37,7 +37,8 @@ using request = std::shared_ptr<detail::req_state>;
 /// Construction bootstraps: every task connects to the chief's address
 /// (rendezvous, one message each way per task), then to every lower-ranked
 /// task; each connection is authenticated with HMAC-SHA256 over the shared
-/// secret. All I/O runs on one internal thread. Any failure (a peer that dies,
+/// secret. Receives, heartbeats and bootstrap run on one internal I/O thread;
+/// data frames are written by the thread that calls `send`. Any failure (a peer that dies,
 /// goes silent for `heartbeat_timeout`, sends a bad or unexpected frame, or a
 /// deadline that passes) fails the transport for good: every pending and
 /// later operation throws `error` naming the peer, and the other tasks are
@@ -63,7 +64,13 @@ public:
     /// Starts sending a data frame `h` followed by `h.length` bytes read
     /// straight from `payload` (no copy); `payload` must stay valid and
     /// unchanged until the request completes.
+    ///
+    /// The calling thread writes the frame itself (no hand-off to the I/O
+    /// thread), so the request is normally complete on return; while the
+    /// peer's socket is full it waits for room until `deadline` (default:
+    /// now + op_timeout), which fails the transport when it passes.
     request send(int peer, const frame_header& h, const void* payload);
+    request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline);
     /// Starts receiving the next data frame from `peer` into `payload`. The
     /// frame's header must equal `expected`, else the transport fails with a
     /// mismatch error naming both headers. Bytes still being read by a queued

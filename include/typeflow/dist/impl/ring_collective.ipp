@@ -70,7 +70,12 @@ inline int ring_collective::size() const noexcept { return t_->size(); }
 inline void ring_collective::set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
 inline std::chrono::steady_clock::time_point ring_collective::deadline() const {
-    return std::chrono::steady_clock::now() + timeout_;
+    send_deadline_ = std::chrono::steady_clock::now() + timeout_;
+    return send_deadline_;
+}
+
+inline request ring_collective::snd(int peer, const frame_header& h, const void* payload) {
+    return t_->send(peer, h, payload, send_deadline_);
 }
 
 inline frame_header ring_collective::header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off,
@@ -136,7 +141,7 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     {
         auto c = ch(mod(r - 1));
         detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) {
-            sends.push_back(t_->send(next, header(code, t, red, total, b, e - b), in + b * es));
+            sends.push_back(snd(next, header(code, t, red, total, b, e - b), in + b * es));
         });
     }
     const std::size_t own_begin = ch(r).begin;
@@ -165,9 +170,9 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         std::byte* dst = gather_after ? out + it.b * es : final ? out + (it.b - own_begin) * es : acc;
         detail::reduce(t, op, dst, acc, in + it.b * es, n, final && op == reduce_op::mean, N);
         if (!final) {
-            sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
+            sends.push_back(snd(next, header(code, t, red, total, it.b, n), dst));
         } else if (gather_after) {
-            ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst));
+            ag_sends.push_back(snd(next, header(code, t, red, total, it.b, n), dst));
         }
     }
     if (!gather_after) {
@@ -177,7 +182,7 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     for (std::size_t i = 0; i < gitems.size(); ++i) {
         t_->wait(grecvs[i], dl);
         const auto& it = gitems[i];
-        if (it.s < N - 2) ag_sends.push_back(t_->send(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+        if (it.s < N - 2) ag_sends.push_back(snd(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
     }
     for (auto& q : sends) t_->wait(q, dl);
     for (auto& q : ag_sends) t_->wait(q, dl);
@@ -203,12 +208,12 @@ inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, 
     for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
     auto own = chunk(total, r, N, param);
     detail::for_segments(own.begin, own.end, seg, [&](std::size_t b, std::size_t e) {
-        sends.push_back(t_->send(next, header(code, t, red, total, b, e - b), out + b * es));
+        sends.push_back(snd(next, header(code, t, red, total, b, e - b), out + b * es));
     });
     for (std::size_t i = 0; i < gitems.size(); ++i) {
         t_->wait(grecvs[i], dl);
         const auto& it = gitems[i];
-        if (it.s < N - 2) sends.push_back(t_->send(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+        if (it.s < N - 2) sends.push_back(snd(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
     }
     for (auto& q : sends) t_->wait(q, dl);
 }
@@ -241,7 +246,7 @@ inline void ring_collective::all_reduce_direct(const void* in, void* out, std::s
     std::vector<request> recvs, sends;
     for (int p = 0; p < N; ++p)
         if (p != r) recvs.push_back(t_->recv(p, h, slot(p)));
-    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, in));
+    for (int k = 1; k < N; ++k) sends.push_back(snd((r + k) % N, h, in));
     for (auto& q : sends) t_->wait(q, dl);
     if (bytes) std::memcpy(slot(r), in, bytes);
     for (auto& q : recvs) t_->wait(q, dl);
@@ -298,7 +303,7 @@ inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, in
     detail::for_segments(0, count, seg, [&](std::size_t b, std::size_t e) { items.emplace_back(b, e); });
     std::vector<request> sends;
     if (r == root) {
-        for (auto [b, e] : items) sends.push_back(t_->send(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
+        for (auto [b, e] : items) sends.push_back(snd(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
     } else {
         std::vector<request> recvs;
         for (auto [b, e] : items) recvs.push_back(t_->recv(prev, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
@@ -306,7 +311,7 @@ inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, in
             t_->wait(recvs[i], dl);
             if (next != root) {
                 auto [b, e] = items[i];
-                sends.push_back(t_->send(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
+                sends.push_back(snd(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
             }
         }
     }
@@ -323,7 +328,7 @@ inline void ring_collective::barrier() {
     std::vector<request> recvs, sends;
     for (int p = 0; p < N; ++p)
         if (p != r) recvs.push_back(t_->recv(p, h, nullptr));
-    for (int k = 1; k < N; ++k) sends.push_back(t_->send((r + k) % N, h, nullptr));
+    for (int k = 1; k < N; ++k) sends.push_back(snd((r + k) % N, h, nullptr));
     for (auto& q : recvs) t_->wait(q, dl);
     for (auto& q : sends) t_->wait(q, dl);
 }

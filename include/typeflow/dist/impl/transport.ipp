@@ -1,9 +1,16 @@
 #pragma once
 // Non-template implementation of typeflow::dist::transport (inline, Asio style).
 //
-// Threading: one I/O thread runs the io_context and owns every socket and all
-// per-peer state. Caller threads only push requests into `pending` (under
-// `submit_mu`) and wait on `cv`; completion is a flag in the request.
+// Threading: one I/O thread runs the io_context, reads every socket and owns
+// all per-peer state. Data frames are written by the calling thread itself
+// (scatter-gather `sendmsg` on the socket, polling for room when it is full),
+// so sends and receives run on two threads without a hand-off per frame;
+// frames of the I/O thread (heartbeat, goodbye, control, abort) and the
+// caller's writes are serialized per peer by `peer_state::wmu`, which is held
+// for a whole frame so frames never interleave. Receives are posted by the
+// caller too (per-peer receive queues and buffered frames under `rq_mu`;
+// a buffered frame is copied out on the caller's thread); callers wait on
+// `cv` after a brief spin; completion is a flag in the request.
 
 #include <typeflow/dist/handshake.hpp>
 
@@ -34,7 +41,10 @@
 #include <thread>
 #include <vector>
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <cerrno>
 #include <unistd.h>
 
 namespace typeflow::dist {
@@ -64,7 +74,7 @@ struct req_state {
 
 struct unexpected_frame {
     frame_header h;
-    std::vector<std::byte> data;
+    std::unique_ptr<std::byte[]> data; // h.length bytes, not zero-filled (overwritten by the read)
 };
 
 struct peer_state {
@@ -76,12 +86,20 @@ struct peer_state {
     std::deque<std::shared_ptr<req_state>> recvq;
     std::deque<unexpected_frame> unexpected;
     std::size_t unexpected_bytes = 0;
-    bool parked = false;
+    std::atomic<bool> parked{false}; // written under rq_mu
     std::unique_ptr<asio::steady_timer> wake;
-    clock::time_point last_recv{}, last_send{};
+    clock::time_point last_recv{};
+    std::atomic<clock::rep> last_send{0}; // time_since_epoch of the last completed write
     bool joined = false; // chief: JOIN received
-    bool goodbye_sent = false, goodbye_received = false;
-    bool write_broken = false;
+    bool goodbye_sent = false;
+    std::atomic<bool> goodbye_received{false};
+    std::atomic<bool> write_broken{false};
+    /// Held by whoever writes a frame to `sock` (a caller's data frame, or the
+    /// I/O thread from start_write until its completion handler), for the whole frame.
+    std::mutex wmu;
+    std::atomic<bool> caller_writing{false}; // a caller holds wmu
+    std::atomic<bool> io_write_wanted{false}; // the I/O thread has frames queued behind a caller's write
+    bool abort_sent = false; // I/O thread
     std::atomic<bool> eof{false};
 };
 
@@ -113,11 +131,18 @@ struct transport_impl {
     asio::steady_timer epoch_event{io};
     asio::steady_timer fail_timer{io};
     bool failing = false; // I/O thread: fail() has run; `failed` follows once sockets are quiet
+    std::atomic<bool> failing_flag{false}; // the same, readable by callers
     std::vector<std::byte> abort_bytes;
     std::uint32_t epoch = 0;
     bool epoch_known = false;
     bool welcome_sent = false;
-    bool delivery_blocked = false; // a buffered frame waits for a send to finish
+    std::atomic<bool> delivery_blocked{false}; // a buffered frame waits for a send to finish
+    /// Guards every peer's recvq, unexpected and unexpected_bytes: receives
+    /// are posted (and buffered frames delivered) by the calling thread
+    /// itself. Lock order: rq_mu, then inflight_mu.
+    std::mutex rq_mu;
+    std::mutex inflight_mu; // guards `inflight`
+    std::vector<std::pair<const std::byte*, std::size_t>> inflight; // payloads callers are writing now
     clock::time_point started = clock::now();
     clock::duration bootstrap_duration{};
 
@@ -131,9 +156,6 @@ struct transport_impl {
 
     std::atomic<std::uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_heartbeats{0};
 
-    std::mutex submit_mu;
-    std::vector<std::shared_ptr<req_state>> pending;
-    bool kick_scheduled = false;
 
     std::thread thread;
 
@@ -189,6 +211,7 @@ struct transport_impl {
     void fail(const std::string& reason) {
         if (failing) return;
         failing = true;
+        failing_flag.store(true);
         log(log_level::error, spec.task.name() + ": " + reason);
         {
             std::lock_guard lk(mu);
@@ -199,7 +222,11 @@ struct transport_impl {
         for (auto& p : peers) {
             if (!p->sock || !p->sock->is_open()) continue;
             if (p->writing) wait_for_writes = true;
-            else if (!p->goodbye_sent) raw_send(*p->sock, abort_bytes.data(), abort_bytes.size());
+            else if (!p->wmu.try_lock()) wait_for_writes = true; // a caller is writing a frame
+            else {
+                send_abort(*p);
+                p->wmu.unlock();
+            }
         }
         if (!wait_for_writes) return finalize_failure();
         fail_timer.expires_after(std::chrono::milliseconds(200));
@@ -208,9 +235,32 @@ struct transport_impl {
 
     /// Called when a write completes while failing.
     void write_done_while_failing(peer_state& p, bool ok) {
-        if (ok && !p.goodbye_sent && p.sock->is_open()) raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+        if (ok) send_abort(p);
+        p.wmu.unlock();
+        check_writes_quiet();
+    }
+
+    /// I/O thread, while failing, holding p.wmu: the abort frame, once.
+    void send_abort(peer_state& p) {
+        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || !p.sock->is_open()) return;
+        p.abort_sent = true;
+        raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+    }
+
+    /// I/O thread, while failing: a caller finished (or gave up) writing to `p`.
+    void caller_write_done_while_failing(peer_state& p) {
+        if (failed.load()) return;
+        if (!p.writing && p.wmu.try_lock()) {
+            send_abort(p);
+            p.wmu.unlock();
+        }
+        check_writes_quiet();
+    }
+
+    void check_writes_quiet() {
+        if (failed.load()) return;
         for (auto& q : peers)
-            if (q->writing) return;
+            if (q->writing || q->caller_writing.load()) return;
         finalize_failure();
     }
 
@@ -516,7 +566,8 @@ struct transport_impl {
         error_code ec;
         s->set_option(tcp::no_delay(true), ec);
         p.sock = std::move(s);
-        p.last_recv = p.last_send = clock::now();
+        p.last_recv = clock::now();
+        p.last_send.store(p.last_recv.time_since_epoch().count());
         asio::co_spawn(io, reader(p), asio::detached);
         check_ready();
     }
@@ -655,20 +706,32 @@ struct transport_impl {
                                    std::to_string(epoch));
                 for (;;) {
                     if (failing || closing.load()) co_return;
+                    std::unique_lock lk(rq_mu);
                     if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
+                        // While this frame is read in place, `unexpected` stays
+                        // empty (only this coroutine fills it), so a caller
+                        // posting receives meanwhile delivers nothing.
                         auto req = p.recvq.front();
-                        if (!same_op(req->h, h)) co_return mismatch(p, req->h, h);
+                        if (!same_op(req->h, h)) {
+                            lk.unlock();
+                            co_return mismatch(p, req->h, h);
+                        }
+                        lk.unlock();
                         if (h.length)
                             co_await asio::async_read(*sock, asio::buffer(req->dst, h.length), progress, asio::use_awaitable);
+                        lk.lock();
                         p.recvq.pop_front();
+                        lk.unlock();
                         n_received.fetch_add(1, std::memory_order_relaxed);
                         complete(req);
                         break;
                     }
                     if (p.unexpected_bytes + h.length <= opt.max_unexpected_bytes) {
-                        unexpected_frame u{h, std::vector<std::byte>(h.length)};
+                        lk.unlock();
+                        unexpected_frame u{h, std::make_unique_for_overwrite<std::byte[]>(h.length)};
                         if (h.length)
-                            co_await asio::async_read(*sock, asio::buffer(u.data), progress, asio::use_awaitable);
+                            co_await asio::async_read(*sock, asio::buffer(u.data.get(), h.length), progress, asio::use_awaitable);
+                        lk.lock();
                         p.unexpected_bytes += h.length;
                         p.unexpected.push_back(std::move(u));
                         n_unexpected.fetch_add(1, std::memory_order_relaxed);
@@ -676,8 +739,10 @@ struct transport_impl {
                         deliver(p); // a receive may have been posted meanwhile
                         break;
                     }
-                    // Too much buffered: stop reading until a receive is posted.
+                    // Too much buffered: stop reading until a receive is posted
+                    // (deliver() then posts a wake-up; parked is set under the lock).
                     p.parked = true;
+                    lk.unlock();
                     p.wake->expires_at(clock::time_point::max());
                     error_code ignored;
                     co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
@@ -692,41 +757,56 @@ struct transport_impl {
 
     /// False while a queued send still reads bytes that receive `r` would
     /// overwrite; such a frame waits in the unexpected queue instead.
-    bool writable(const req_state& r) const {
+    bool writable(const req_state& r) {
         if (!r.h.length) return true;
         const auto* b = static_cast<const std::byte*>(r.dst);
         const auto* e = b + r.h.length;
-        for (const auto& q : peers)
-            for (const auto& s : q->sendq) {
-                if (s->h.type != frame_type::data || !s->h.length) continue;
-                const auto* sb = static_cast<const std::byte*>(s->src);
-                if (sb < e && b < sb + s->h.length) return false;
+        // Data frames are written only by callers (never queued in sendq).
+        // A caller writing an overlapping payload: flag it under the lock, so
+        // the caller (which removes its entry under the lock, then reads the
+        // flag) is sure to see it and have the frame delivered.
+        std::lock_guard lk(inflight_mu);
+        for (const auto& [sb, n] : inflight)
+            if (n && sb < e && b < sb + n) {
+                delivery_blocked.store(true);
+                return false;
             }
         return true;
     }
 
+    /// Fails the transport from any thread (the I/O thread does it at once).
+    void fail_any(const std::string& reason) {
+        if (io.get_executor().running_in_this_thread()) return fail(reason);
+        asio::post(io, [this, reason] { fail(reason); });
+    }
+
     /// Hands buffered frames to posted receives, in order, while possible.
+    /// Any thread, holding rq_mu.
     void deliver(peer_state& p) {
-        while (!p.unexpected.empty() && !p.recvq.empty() && !failing) {
+        while (!p.unexpected.empty() && !p.recvq.empty() && !failing_flag.load()) {
             auto req = p.recvq.front();
             auto& u = p.unexpected.front();
-            if (!same_op(req->h, u.h)) return mismatch(p, req->h, u.h);
+            if (!same_op(req->h, u.h))
+                return fail_any("mismatched collective with " + p.name + ": this task expects " + describe(req->h) +
+                                ", the peer sent " + describe(u.h));
             if (!writable(*req)) {
-                delivery_blocked = true;
+                delivery_blocked.store(true);
                 return;
             }
-            if (u.h.length) std::memcpy(req->dst, u.data.data(), u.h.length);
+            if (u.h.length) std::memcpy(req->dst, u.data.get(), u.h.length);
             p.unexpected_bytes -= u.h.length;
             p.unexpected.pop_front();
             p.recvq.pop_front();
             complete(req);
         }
-        if (p.parked) p.wake->cancel();
+        if (p.parked.load()) asio::post(io, [&p] { p.wake->cancel(); });
     }
 
+    /// Any thread: queues receive `r` (delivering a buffered frame at once).
     void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
-        if (p.unexpected.empty() && p.goodbye_received)
-            return fail("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
+        std::lock_guard lk(rq_mu);
+        if (p.unexpected.empty() && p.goodbye_received.load())
+            return fail_any("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
         p.recvq.push_back(r);
         deliver(p);
     }
@@ -742,7 +822,7 @@ struct transport_impl {
     /// said why (an abort frame still unread), so the reader gets a moment
     /// to report that before the write error is reported.
     void write_failed(peer_state& p, const error_code& ec) {
-        p.write_broken = true;
+        p.write_broken.store(true);
         auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
         t->async_wait([this, &p, ec, t](const error_code&) {
             if (!failing) peer_lost(p, ec);
@@ -750,22 +830,27 @@ struct transport_impl {
     }
 
     void start_write(peer_state& p) {
-        if (failing || !p.sock || p.write_broken) return;
+        if (failing || !p.sock || p.write_broken.load() || p.writing || p.sendq.empty()) return;
+        if (!p.wmu.try_lock()) {
+            // A caller is writing a frame; it kicks us when done (flag set
+            // before the second try, so one of the two sees the other).
+            p.io_write_wanted.store(true);
+            if (!p.wmu.try_lock()) return;
+            p.io_write_wanted.store(false);
+        }
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
         asio::async_write(*p.sock, bufs, [this, &p, r](const error_code& ec, std::size_t) {
             p.writing = false;
             if (failing) return write_done_while_failing(p, !ec);
+            p.wmu.unlock();
             if (ec) return write_failed(p, ec);
-            p.last_send = clock::now();
+            p.last_send.store(clock::now().time_since_epoch().count());
             p.sendq.pop_front();
             if (r->h.type == frame_type::data) {
                 n_sent.fetch_add(1, std::memory_order_relaxed);
-                if (delivery_blocked) {
-                    delivery_blocked = false;
-                    for (auto& q : peers) deliver(*q);
-                }
+                redeliver();
             }
             else if (r->h.type == frame_type::heartbeat) n_heartbeats.fetch_add(1, std::memory_order_relaxed);
             if (r->h.type == frame_type::goodbye) {
@@ -775,6 +860,126 @@ struct transport_impl {
             complete(r);
             if (!p.sendq.empty()) start_write(p);
         });
+    }
+
+    /// I/O thread: retries buffered frames that waited for a send to finish.
+    void redeliver() {
+        if (!delivery_blocked.exchange(false)) return;
+        std::lock_guard lk(rq_mu);
+        for (auto& q : peers) deliver(*q);
+    }
+
+    /// Caller thread: writes data frame `r` to `p` itself (header and payload
+    /// in one scatter-gather write, polling while the socket is full). Returns
+    /// true once the whole frame is written; false if the transport failed,
+    /// the peer is gone or `deadline` passed (then the failure is, or is being,
+    /// recorded and `wait` on the request throws).
+    bool caller_write(peer_state& p, req_state& r, clock::time_point deadline) {
+        if (p.goodbye_received.load()) {
+            const std::string why = "sending " + describe(r.h) + " to " + p.name + ", which has shut down";
+            asio::post(io, [this, why] { fail(why); });
+            return false;
+        }
+        for (int i = 0; !p.wmu.try_lock(); ++i) { // the I/O thread is writing a small frame
+            if (failed.load() || failing_flag.load()) return false;
+            if (i > 64) {
+                if (clock::now() >= deadline) {
+                    const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
+                    asio::post(io, [this, why] { fail(why); });
+                    return false;
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            } else {
+                std::this_thread::yield();
+            }
+        }
+        p.caller_writing.store(true);
+        bool done = false;
+        if (!failing_flag.load() && !p.write_broken.load() && p.sock) {
+            const auto* payload = static_cast<const std::byte*>(r.src);
+            if (r.h.length) {
+                std::lock_guard lk(inflight_mu);
+                inflight.emplace_back(payload, r.h.length);
+            }
+            done = write_frame(p, r, deadline);
+            if (r.h.length) {
+                std::lock_guard lk(inflight_mu);
+                for (auto it = inflight.begin(); it != inflight.end(); ++it)
+                    if (it->first == payload && it->second == r.h.length) {
+                        inflight.erase(it);
+                        break;
+                    }
+            }
+            if (done) {
+                p.last_send.store(clock::now().time_since_epoch().count());
+                n_sent.fetch_add(1, std::memory_order_relaxed);
+            }
+        }
+        p.caller_writing.store(false);
+        p.wmu.unlock();
+        const bool kick = p.io_write_wanted.exchange(false);
+        const bool redo = delivery_blocked.load();
+        if (failing_flag.load()) asio::post(io, [this, &p] { caller_write_done_while_failing(p); });
+        else if (kick || redo)
+            asio::post(io, [this, &p, kick] {
+                if (kick) start_write(p);
+                redeliver();
+            });
+        return done;
+    }
+
+    bool write_frame(peer_state& p, req_state& r, clock::time_point deadline) {
+        const int fd = p.sock->native_handle();
+        iovec iov[2];
+        iov[0].iov_base = r.wire.data();
+        iov[0].iov_len = r.wire.size();
+        iov[1].iov_base = const_cast<void*>(r.src);
+        iov[1].iov_len = r.h.length;
+        int first = 0;
+        const int last = r.h.length ? 2 : 1;
+        bool partial = false;
+        // Giving up part way through leaves the stream cut mid-frame: nothing
+        // more (not even an abort frame) may be written to it.
+        auto give_up = [&] {
+            if (partial) p.write_broken.store(true);
+            return false;
+        };
+        while (first < last) {
+            msghdr m{};
+            m.msg_iov = iov + first;
+            m.msg_iovlen = static_cast<decltype(m.msg_iovlen)>(last - first);
+            const ssize_t n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n >= 0) {
+                partial = partial || n > 0;
+                auto left = static_cast<std::size_t>(n);
+                while (first < last && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+                if (first < last) {
+                    iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+                    iov[first].iov_len -= left;
+                }
+                continue;
+            }
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                const error_code ec(errno, boost::system::system_category());
+                p.write_broken.store(true);
+                asio::post(io, [this, &p, ec] { write_failed(p, ec); });
+                return false;
+            }
+            // Full: wait for room, watching for failure and the deadline.
+            for (;;) {
+                if (failed.load()) return give_up();
+                if (clock::now() >= deadline) {
+                    const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
+                    asio::post(io, [this, why] { fail(why); });
+                    return give_up();
+                }
+                pollfd pf{fd, POLLOUT, 0};
+                const int k = ::poll(&pf, 1, 10);
+                if (k > 0 || (k < 0 && errno != EINTR)) break;
+            }
+        }
+        return true;
     }
 
     void send_small(peer_state& p, frame_type t) {
@@ -801,6 +1006,11 @@ struct transport_impl {
             error_code ec;
             co_await ticker.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (failing || closing.load()) co_return;
+            for (auto& pp : peers) // retry a write that lost a race with a caller's write
+                if (pp->io_write_wanted.load() && !pp->caller_writing.load()) {
+                    pp->io_write_wanted.store(false);
+                    start_write(*pp);
+                }
             const auto now = clock::now();
             const bool we_stalled = now - last > timeout / 2; // this process was not running
             last = now;
@@ -808,7 +1018,7 @@ struct transport_impl {
                 auto& p = *pp;
                 if (!p.sock || p.rank == rank) continue;
                 if (we_stalled) p.last_recv = now;
-                if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - p.last_send >= timeout / 4)
+                if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - clock::time_point(clock::duration(p.last_send.load())) >= timeout / 4)
                     send_small(p, frame_type::heartbeat);
                 if (!p.parked && !p.goodbye_received && now - p.last_recv > timeout) {
                     fail(p.name + " is not responding: nothing received for " + ms_string(now - p.last_recv) +
@@ -820,31 +1030,6 @@ struct transport_impl {
     }
 
     // ---- caller side --------------------------------------------------------------
-
-    void submit(std::shared_ptr<req_state> r) {
-        bool kick;
-        {
-            std::lock_guard lk(submit_mu);
-            pending.push_back(std::move(r));
-            kick = !kick_scheduled;
-            kick_scheduled = true;
-        }
-        if (kick)
-            asio::post(io, [this] {
-                std::vector<std::shared_ptr<req_state>> batch;
-                {
-                    std::lock_guard lk(submit_mu);
-                    batch.swap(pending);
-                    kick_scheduled = false;
-                }
-                for (auto& q : batch) {
-                    if (failing) return;
-                    auto& p = *peers[q->peer];
-                    if (q->is_send) post_send(p, q);
-                    else post_recv(p, q);
-                }
-            });
-    }
 
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
         // Spin briefly (small messages complete within microseconds), then sleep.
@@ -942,6 +1127,11 @@ inline const std::string& transport::peer_name(int r) const { return impl_->name
 inline std::chrono::steady_clock::duration transport::bootstrap_time() const noexcept { return impl_->bootstrap_duration; }
 
 inline request transport::send(int peer, const frame_header& h, const void* payload) {
+    return send(peer, h, payload, std::chrono::steady_clock::now() + impl_->opt.op_timeout);
+}
+
+inline request transport::send(int peer, const frame_header& h, const void* payload,
+                               std::chrono::steady_clock::time_point deadline) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("send: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -951,7 +1141,10 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     r->src = payload;
     r->peer = peer;
     r->is_send = true;
-    impl_->submit(r);
+    // Written here, by the calling thread; on failure the request stays
+    // pending and `wait` reports the transport's failure.
+    if (impl_->caller_write(*impl_->peers[static_cast<std::size_t>(peer)], *r, deadline))
+        r->state.store(1, std::memory_order_release);
     return r;
 }
 
@@ -963,7 +1156,8 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
     r->h.type = frame_type::data;
     r->dst = payload;
     r->peer = peer;
-    impl_->submit(r);
+    // Posted by the calling thread itself (no hand-off to the I/O thread).
+    impl_->post_recv(*impl_->peers[static_cast<std::size_t>(peer)], r);
     return r;
 }
 
