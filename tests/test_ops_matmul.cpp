@@ -2,6 +2,8 @@
 // and consumers, against a naive triple loop in double written here.
 #include <catch2/catch.hpp>
 
+#include "support.hpp"
+
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
@@ -13,17 +15,10 @@
 #include <vector>
 
 namespace tf = typeflow;
+using namespace tftest;
 
 namespace {
 
-struct rng_t {
-    std::mt19937 g;
-    explicit rng_t(std::uint32_t seed) : g(seed) {}
-    double uniform(double lo, double hi) { return lo + (hi - lo) * (static_cast<double>(g()) / 4294967296.0); }
-    long long integer(long long lo, long long hi) {
-        return lo + static_cast<long long>(g() % static_cast<std::uint32_t>(hi - lo + 1));
-    }
-};
 
 template <class T>
 tf::tensor<T> rand_tensor(rng_t& r, const tf::dims& d) {

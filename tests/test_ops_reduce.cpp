@@ -3,6 +3,8 @@
 // expressions, checked against naive loops written here.
 #include <catch2/catch.hpp>
 
+#include "support.hpp"
+
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
@@ -16,17 +18,10 @@
 #include <vector>
 
 namespace tf = typeflow;
+using namespace tftest;
 
 namespace {
 
-struct rng_t {
-    std::mt19937 g;
-    explicit rng_t(std::uint32_t seed) : g(seed) {}
-    double uniform(double lo, double hi) { return lo + (hi - lo) * (static_cast<double>(g()) / 4294967296.0); }
-    long long integer(long long lo, long long hi) {
-        return lo + static_cast<long long>(g() % static_cast<std::uint32_t>(hi - lo + 1));
-    }
-};
 
 enum class dist {
     any,        // floats in [-3, 3), ints in [-20, 20]
@@ -54,33 +49,6 @@ tf::tensor<T> rand_tensor(rng_t& r, const tf::dims& d, dist k = dist::any) {
         t[i] = static_cast<T>(v);
     }
     return t;
-}
-
-std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }
-
-template <class T>
-void expect_values(const std::string& what, const tf::tensor<T>& got, const std::vector<long long>& want_dims,
-                   const std::vector<double>& want, double rtol = 0, double atol = 0) {
-    INFO(what);
-    REQUIRE(extents(got.dims()) == want_dims);
-    REQUIRE(static_cast<std::size_t>(got.size()) == want.size());
-    long long bad = 0, first = -1;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        const double g = static_cast<double>(got[static_cast<tf::index_t>(i)]);
-        if (!(std::abs(g - want[i]) <= atol + rtol * std::abs(want[i]))) {
-            if (first < 0) first = static_cast<long long>(i);
-            ++bad;
-        }
-    }
-    if (bad) {
-        std::ostringstream m;
-        m.precision(17);
-        m << what << ": " << bad << " of " << want.size() << " elements differ; first at flat index " << first
-          << ": got " << static_cast<double>(got[first]) << ", want " << want[static_cast<std::size_t>(first)];
-        FAIL_CHECK(m.str());
-    } else {
-        SUCCEED();
-    }
 }
 
 template <class T>
