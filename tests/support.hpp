@@ -25,7 +25,7 @@ struct rng_t {
     }
 };
 
-std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }
+inline std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }
 
 template <class T>
 void expect_values(const std::string& what, const tf::tensor<T>& got, const std::vector<long long>& want_dims,
