@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <typeflow/core/tensor.hpp>
@@ -23,15 +24,29 @@ struct rng_t {
     long long integer(long long lo, long long hi) {
         return lo + static_cast<long long>(g() % static_cast<std::uint32_t>(hi - lo + 1));
     }
+    bool coin() { return (g() >> 7) & 1u; }
 };
+
+// A tensor of extents d: integers in [ilo, ihi] for integer T, else uniform in [lo, hi).
+template <class T>
+tf::tensor<T> uniform_tensor(rng_t& r, const tf::dims& d, long long ilo, long long ihi, double lo, double hi) {
+    tf::tensor<T> t(d);
+    for (tf::index_t i = 0; i < t.size(); ++i)
+        t[i] = std::is_integral_v<T> ? static_cast<T>(r.integer(ilo, ihi)) : static_cast<T>(r.uniform(lo, hi));
+    return t;
+}
 
 inline std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }
 
-template <class T>
-void expect_values(const std::string& what, const tf::tensor<T>& got, const std::vector<long long>& want_dims,
+inline const std::vector<long long>& extents(const std::vector<long long>& e) { return e; }
+
+// Checks shape and values: |got - want| <= atol + rtol * |want|. The expected
+// extents are dims or a vector (a braced list means dims).
+template <class T, class E = tf::dims>
+void expect_values(const std::string& what, const tf::tensor<T>& got, const E& want_dims,
                    const std::vector<double>& want, double rtol = 0, double atol = 0) {
     INFO(what);
-    REQUIRE(extents(got.dims()) == want_dims);
+    REQUIRE(extents(got.dims()) == extents(want_dims));
     REQUIRE(static_cast<std::size_t>(got.size()) == want.size());
     long long bad = 0, first = -1;
     for (std::size_t i = 0; i < want.size(); ++i) {

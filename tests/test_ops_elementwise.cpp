@@ -4,6 +4,8 @@
 // the broadcast index computed by this file, never by typeflow.
 #include <catch2/catch.hpp>
 
+#include "support.hpp"
+
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
@@ -16,23 +18,13 @@
 #include <vector>
 
 namespace tf = typeflow;
+using namespace tftest;
 
 namespace {
 
 // ---------------------------------------------------------------------------
 // Test data
 // ---------------------------------------------------------------------------
-
-// std::mt19937 with our own maps from bits to values (reproducible everywhere).
-struct rng_t {
-    std::mt19937 g;
-    explicit rng_t(std::uint32_t seed) : g(seed) {}
-    double uniform(double lo, double hi) { return lo + (hi - lo) * (static_cast<double>(g()) / 4294967296.0); }
-    long long integer(long long lo, long long hi) {
-        return lo + static_cast<long long>(g() % static_cast<std::uint32_t>(hi - lo + 1));
-    }
-    bool coin() { return (g() >> 7) & 1u; }
-};
 
 enum class dist {
     any,        // floats in [-3, 3), ints in [-20, 20]
@@ -125,35 +117,6 @@ T at(const tf::tensor<T>& t, const tf::dims& out, long long o) {
 // Arithmetic type of the reference: double for floating dtypes, the dtype itself otherwise.
 template <class T>
 using calc_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-
-std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }
-
-// Checks shape and values: |got - want| <= atol + rtol * |want| (exact when both are 0).
-template <class T>
-void expect_values(const char* what, const tf::tensor<T>& got, const tf::dims& want_dims,
-                   const std::vector<double>& want, double rtol = 0, double atol = 0) {
-    INFO(what);
-    REQUIRE(extents(got.dims()) == extents(want_dims));
-    REQUIRE(static_cast<std::size_t>(got.size()) == want.size());
-    long long bad = 0, first = -1;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        const double g = static_cast<double>(got[static_cast<tf::index_t>(i)]);
-        const double w = want[i];
-        if (!(std::abs(g - w) <= atol + rtol * std::abs(w))) {
-            if (first < 0) first = static_cast<long long>(i);
-            ++bad;
-        }
-    }
-    if (bad) {
-        std::ostringstream m;
-        m.precision(17);
-        m << what << ": " << bad << " of " << want.size() << " elements differ; first at flat index " << first
-          << ": got " << static_cast<double>(got[first]) << ", want " << want[static_cast<std::size_t>(first)];
-        FAIL_CHECK(m.str());
-    } else {
-        SUCCEED();
-    }
-}
 
 // Reference of a binary op over two broadcast tensors.
 template <class T, class F>

@@ -22,10 +22,7 @@ namespace {
 
 template <class T>
 tf::tensor<T> rand_tensor(rng_t& r, const tf::dims& d) {
-    tf::tensor<T> t(d);
-    for (tf::index_t i = 0; i < t.size(); ++i)
-        t[i] = std::is_integral_v<T> ? static_cast<T>(r.integer(-9, 9)) : static_cast<T>(r.uniform(-2, 2));
-    return t;
+    return uniform_tensor<T>(r, d, -9, 9, -2, 2);
 }
 
 std::vector<long long> extents(const tf::dims& d) { return std::vector<long long>(d.d.begin(), d.d.begin() + d.rank); }

@@ -25,10 +25,7 @@ namespace {
 
 template <class T>
 tf::tensor<T> rand_tensor(rng_t& r, const tf::dims& d) {
-    tf::tensor<T> t(d);
-    for (tf::index_t i = 0; i < t.size(); ++i)
-        t[i] = std::is_integral_v<T> ? static_cast<T>(r.integer(-50, 50)) : static_cast<T>(r.uniform(-3, 3));
-    return t;
+    return uniform_tensor<T>(r, d, -50, 50, -3, 3);
 }
 
 // A tensor whose element at flat index i is i (every element distinct: a
