@@ -15,6 +15,11 @@ struct list {
 template <class T>
 struct tag {};
 
+/// A distinct address per type, usable in constant expressions: compares
+/// types in constexpr loops without instantiating anything per pair.
+template <class T>
+inline constexpr char type_key = 0;
+
 /// A set with O(1) membership: inherits tag<T> for each element.
 template <class... T>
 struct set : tag<T>... {};
@@ -39,7 +44,7 @@ struct index_of;
 template <class... Ts, class T>
 struct index_of<list<Ts...>, T> {
     static constexpr std::size_t value = [] {
-        constexpr bool match[] = {std::is_same_v<T, Ts>..., false};
+        constexpr bool match[] = {__is_same(T, Ts)..., false};
         for (std::size_t i = 0; i < sizeof...(Ts); ++i)
             if (match[i]) return i;
         return sizeof...(Ts);

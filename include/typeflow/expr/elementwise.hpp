@@ -97,13 +97,15 @@ concept binary_operands = (expression<A> && (expression<B> || std::is_arithmetic
 /// Builds a binary node, turning an arithmetic operand into a scalar of the
 /// other operand's dtype and device.
 template <class Op, class A, class B>
-auto make_binary(A&& a, B&& b) {
+auto make_binary(const A& a, const B& b) {
     if constexpr (expression<A> && expression<B>) {
-        return make_node<Op>(std::forward<A>(a), std::forward<B>(b));
+        return node<Op, A, B>(detail::children_tag{}, a, b);
     } else if constexpr (expression<A>) {
-        return make_node<Op>(std::forward<A>(a), as_operand<value_type_t<A>, device_t<A>>(b));
+        using S = scalar<value_type_t<A>, device_t<A>>;
+        return node<Op, A, S>(detail::children_tag{}, a, S(static_cast<value_type_t<A>>(b)));
     } else {
-        return make_node<Op>(as_operand<value_type_t<B>, device_t<B>>(a), std::forward<B>(b));
+        using S = scalar<value_type_t<B>, device_t<B>>;
+        return node<Op, S, B>(detail::children_tag{}, S(static_cast<value_type_t<B>>(a)), b);
     }
 }
 

@@ -1,6 +1,8 @@
 // typeflow/expr/node.hpp — the expression concept and the operation node.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -46,6 +48,88 @@ template <std::size_t I, class T>
 const T& get_child(const child_box<I, T>& b) noexcept {
     return b.value;
 }
+
+// The shared state of a node: a reference count and its children, each in a
+// type-erased slot. The state, the handle and the slot code are plain
+// classes and functions, so building, copying and releasing nodes compiles
+// once, not once per node type (a typed box per node type, or
+// std::shared_ptr's control block, would emit a dozen functions per node
+// type, each with a name as long as the node's type).
+inline constexpr std::size_t child_slot_bytes = 16;
+struct child_slot {
+    alignas(8) unsigned char bytes[child_slot_bytes];
+    void (*destroy)(void*) noexcept;
+};
+struct node_state {
+    std::atomic<long> refs{1};
+    std::size_t count = 0;  // children stored so far
+    child_slot* slots() noexcept { return reinterpret_cast<child_slot*>(this + 1); }
+    const child_slot* slots() const noexcept { return reinterpret_cast<const child_slot*>(this + 1); }
+};
+static_assert(sizeof(node_state) % alignof(child_slot) == 0);
+inline node_state* new_node_state(std::size_t children) {
+    void* p = ::operator new(sizeof(node_state) + children * sizeof(child_slot));
+    return ::new (p) node_state;
+}
+inline void release_node_state(node_state* s) noexcept {
+    child_slot* c = s->slots();
+    for (std::size_t i = s->count; i-- > 0;) c[i].destroy(c[i].bytes);
+    s->~node_state();
+    ::operator delete(s);
+}
+// GCC 12 reports a copy of a handle after another one released the state as
+// a use after free: it cannot see that the count was above one (a known
+// false positive for reference counts).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
+/// A counted reference to a node_state.
+class node_handle {
+public:
+    node_handle() = default;
+    explicit node_handle(node_state* p) noexcept : p_(p) {}
+    node_handle(const node_handle& o) noexcept : p_(o.p_) {
+        if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    node_handle(node_handle&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+    node_handle& operator=(node_handle o) noexcept {
+        std::swap(p_, o.p_);
+        return *this;
+    }
+    ~node_handle() {
+        if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release_node_state(p_);
+    }
+    node_state* get() const noexcept { return p_; }
+
+private:
+    node_state* p_ = nullptr;
+};
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
+inline void destroy_nothing(void*) noexcept {}
+// an operation node is its handle and nothing else (see node below)
+inline void destroy_node_child(void* p) noexcept { static_cast<node_handle*>(p)->~node_handle(); }
+template <class C>
+void destroy_leaf_child(void* p) noexcept {
+    static_cast<C*>(p)->~C();
+}
+template <class T>
+inline constexpr bool is_op_node = false;
+/// Copies child `c` into the next slot of `s`.
+template <class C>
+void store_child(node_state* s, const C& c) noexcept {
+    static_assert(sizeof(C) <= child_slot_bytes && alignof(C) <= alignof(child_slot),
+                  "typeflow: a graph node's child must fit a child slot (16 bytes)");
+    static_assert(std::is_nothrow_copy_constructible_v<C>);
+    child_slot& slot = s->slots()[s->count];
+    ::new (static_cast<void*>(slot.bytes)) C(c);
+    if constexpr (is_op_node<C>) slot.destroy = &destroy_node_child;
+    else if constexpr (std::is_trivially_destructible_v<C>) slot.destroy = &destroy_nothing;
+    else slot.destroy = &destroy_leaf_child<C>;
+    ++s->count;
+}
 }  // namespace detail
 
 /// Any typeflow graph node: a leaf or an operation node.
@@ -85,9 +169,9 @@ public:
     /// of implicit-conversion checks between node types, which otherwise
     /// recurse through every child and cost time exponential in the depth of
     /// graphs with shared children.
-    /// (std::make_shared is avoided for the same reason: libstdc++'s
-    /// implementation of it is exponential in that depth as well.)
-    node(detail::children_tag, C... c) : p_(new detail::children_of<C...>(std::move(c)...)) {}
+    node(detail::children_tag, const C&... c) : h_(detail::new_node_state(sizeof...(C))) {
+        (detail::store_child(h_.get(), c), ...);
+    }
 
     /// Calls f(children...).
     template <class F>
@@ -98,13 +182,14 @@ public:
     }
     template <std::size_t I>
     const auto& child() const noexcept {
-        return detail::get_child<I>(*p_);
+        using T = meta::at_t<I, C...>;
+        return *std::launder(reinterpret_cast<const T*>(h_.get()->slots()[I].bytes));
     }
     /// Address of the shared state: equal for copies of one node.
-    const void* identity() const noexcept { return p_.get(); }
+    const void* identity() const noexcept { return h_.get(); }
 
 private:
-    std::shared_ptr<const detail::children_of<C...>> p_;
+    detail::node_handle h_;  // the only member: a child slot holding a node is destroyed as a handle
 };
 
 namespace detail {
@@ -112,6 +197,8 @@ template <class T>
 inline constexpr bool is_node_v = false;
 template <class Op, class... C>
 inline constexpr bool is_node_v<node<Op, C...>> = true;
+template <class Op, class... C>
+inline constexpr bool is_op_node<node<Op, C...>> = true;
 
 template <class E>
 struct is_pure;
@@ -135,8 +222,8 @@ struct is_pure<node<Op, C...>> {
 
 /// Builds node<Op, decayed operands...>.
 template <class Op, class... A>
-auto make_node(A&&... a) {
-    return node<Op, std::remove_cvref_t<A>...>(detail::children_tag{}, std::forward<A>(a)...);
+node<Op, std::remove_cvref_t<A>...> make_node(const A&... a) {
+    return node<Op, std::remove_cvref_t<A>...>(detail::children_tag{}, a...);
 }
 
 }  // namespace typeflow

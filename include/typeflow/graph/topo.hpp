@@ -68,11 +68,25 @@ struct node_flags {
     std::size_t uses = 0;           // edges in, plus one per fetch
 };
 
+/// True for assign, assign_add and assign_sub nodes.
+template <class N>
+inline constexpr bool is_assign_v = false;
+template <class N>
+    requires requires { N::op::is_assign; }
+inline constexpr bool is_assign_v<N> = N::op::is_assign;
+/// (Kept for callers written against the function form.)
 template <class N>
 constexpr bool is_assign_node() {
-    if constexpr (requires { N::op::is_assign; }) return N::op::is_assign;
-    else return false;
+    return is_assign_v<N>;
 }
+
+/// The keys of a node's children (see meta::type_key), in order.
+template <class N, class L = typename N::children_list>
+struct child_keys;
+template <class N, class... C>
+struct child_keys<N, meta::list<C...>> {
+    static constexpr const void* keys[sizeof...(C) + 1] = {&meta::type_key<C>..., nullptr};
+};
 
 template <class Nodes, class Fetches>
 struct info;
@@ -86,21 +100,22 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
 
     static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
 
-    template <class N>
-    static constexpr void add_node_edges(std::array<edge, edge_count>& e, std::size_t& k) {
-        add_children<N>(e, k, index_of<N>, typename N::children_list{});
-    }
-    template <class N, class... C>
-    static constexpr void add_children([[maybe_unused]] std::array<edge, edge_count>& e, [[maybe_unused]] std::size_t& k, [[maybe_unused]] std::size_t p,
-                                       meta::list<C...>) {
-        std::size_t j = 0;
-        ((e[k++] = edge{p, index_of<C>, j++ < N::control_inputs}), ...);
-    }
-
+    // Edges: each node type lists its children by address of a per-type key
+    // (child_keys, keyed on the node alone), and one constexpr loop finds their
+    // positions. No template is instantiated per node and graph to list edges.
     static constexpr std::array<edge, edge_count> edges = [] {
         std::array<edge, edge_count> e{};
+        const void* const key[] = {&meta::type_key<Ts>..., nullptr};
+        const void* const* const kids[] = {child_keys<Ts>::keys..., nullptr};
+        const std::size_t arity[] = {Ts::children_list::size..., 0};
+        const std::size_t control[] = {Ts::control_inputs..., 0};
         std::size_t k = 0;
-        (add_node_edges<Ts>(e, k), ...);
+        for (std::size_t p = 0; p < size; ++p)
+            for (std::size_t j = 0; j < arity[p]; ++j) {
+                std::size_t c = p;  // children come before their parent, usually just before
+                while (c > 0 && key[c - 1] != kids[p][j]) --c;
+                e[k++] = edge{p, c - 1, j < control[p]};
+            }
         return e;
     }();
 
@@ -108,7 +123,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
         std::array<node_flags, size> f{};
         std::size_t i = 0;
         ((f[i].kind = Ts::kind, f[i].leaf = Ts::is_leaf, f[i].pure = is_pure_v<Ts>,
-          f[i].assign = is_assign_node<Ts>(), ++i),
+          f[i].assign = is_assign_v<Ts>, ++i),
          ...);
         ((f[index_of<Fs>].fetched = true, ++f[index_of<Fs>].uses), ...);
         for (const edge& e : edges) {

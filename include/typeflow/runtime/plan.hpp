@@ -1,15 +1,24 @@
-// typeflow/runtime/plan.hpp — the execution plan of one set of fetches: its
-// nodes (from the compile-time graph), their run-time extents, one arena for
-// every intermediate buffer, and the loop that runs it on the CPU.
+// typeflow/runtime/plan.hpp — the execution plan of one set of fetches.
+//
+// The compile-time graph (graph/topo.hpp) is turned into data: one
+// node_desc per distinct node (flags, static extents, and a few small
+// functions keyed on that node's type alone: identity, children, leaf data,
+// extent rule, kernel), the edge list, and one canonical Eigen loop per fused
+// region. Everything else (walking the node objects, extents, the memory
+// plan, the evaluation loop, assign writes) is the plain C++ of plan_core,
+// compiled once per program. Code emitted per node therefore never carries
+// the whole graph's type, and compile time grows with the number of distinct
+// nodes, not with nodes x graph size.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
-#include <typeinfo>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <typeflow/backend/eigen/fused.hpp>
@@ -43,6 +52,559 @@ public:
     virtual ~plan_base() = default;
 };
 
+/// How a node's extents follow from its children's.
+enum class extent_rule : std::uint8_t {
+    leaf,       // static extents, or the feed's for a placeholder
+    function,   // node_desc::infer
+    broadcast,  // numpy broadcast of every child (element-wise ops)
+    last,       // the last child's (element-wise ops with control inputs)
+    assign,     // the variable's (child 0), after checking that child 1 fits
+};
+
+/// One distinct node of a plan: what the runtime needs of it, fixed at compile time.
+struct node_desc {
+    op_kind kind = op_kind::leaf;
+    bool pure = true;
+    bool placeholder = false;
+    bool variable = false;
+    bool scalar = false;  // one element by its static shape
+    extent_rule rule = extent_rule::leaf;
+    std::size_t children = 0;
+    std::size_t control_inputs = 0;
+    std::size_t elem_size = 0;
+    dtype type = dtype::float32;
+    dims static_dims{};     // the static shape (dyn extents as -1)
+    std::string_view name;  // the leaf's name, or the op's
+    const void* feed_key = nullptr;  // placeholders: matched against feed_ref::key
+    const void* (*identity)(const void*) = nullptr;
+    void (*children_of)(const void*, const void**) = nullptr;  // addresses of the children objects
+    const void* (*data)(const void*) = nullptr;               // leaves (not placeholders): current elements
+    dims (*infer)(const dims* const*) = nullptr;               // rule == function
+    void (*eval)(const void*, const void* const*, const dims* const*, void*) = nullptr;  // kernel nodes
+};
+
+/// The Eigen loop of a fused region (its root's entry in a plan's region table).
+using region_fn_t = void (*)(const backend::eigen::region_layout&, const void* const*, void*);
+
+/// One feed of a run, type-erased.
+struct feed_ref {
+    const void* key = nullptr;
+    dims extents{};
+    const void* data = nullptr;
+};
+
+/// What a fetch's result tensor can do, type-erased (keyed on the element type).
+struct result_fns {
+    void* (*prepare)(void* t, const dims& d);  // a tensor of extents d that the caller does not share; its elements
+    void (*reset)(void* t);
+    void (*share)(void* dst, const void* src);
+};
+
+/// Runs a graph described by node descriptors. Plain C++: compiled once per
+/// program, whatever the graphs.
+class plan_core : public plan_base {
+protected:
+    plan_core(const node_desc* const* desc, const region_fn_t* region, const graph::node_flags* flags, std::size_t n,
+              const graph::edge* edges, std::size_t n_edges)
+        : desc_(desc, n), region_fn_(region), flags_(flags), n_(n), edges_(edges), n_edges_(n_edges), first_edge_(n + 1), node_insts_(n),
+          dims_(n), fed_dims_(n), fed_(n), feed_ptr_(n), regions_(n), last_(n) {
+        std::size_t e = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            first_edge_[i] = e;
+            e += desc[i]->children;
+            max_children_ = std::max(max_children_, desc[i]->children);
+        }
+        first_edge_[n] = e;
+        in_ptr_.resize(max_children_);
+        in_dims_.resize(max_children_);
+        compute_last_reads();
+    }
+
+    /// Registers fetch `node` (object `obj`) and the objects below it.
+    void add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns) {
+        walk(node, obj);
+        const std::size_t k = fetches_.size();
+        fetch f;
+        f.node = node;
+        f.id = desc_[node].pure ? nullptr : desc_[node].identity(obj);
+        f.obj = obj;
+        f.result = result;
+        f.fns = fns;
+        f.primary = k;
+        for (std::size_t j = 0; j < k; ++j)
+            if (fetches_[j].node == node && fetches_[j].id == f.id) {
+                f.primary = j;
+                break;
+            }
+        fetches_.push_back(f);
+    }
+    /// Ends construction: operand lists of the fused regions.
+    void finish() {
+        for (std::uint32_t k = 0; k < insts_.size(); ++k) {
+            instance& in = insts_[k];
+            if (is_region_root(in.node)) {
+                in.first_operand = static_cast<std::uint32_t>(operand_refs_.size());
+                collect_operands(k);
+                in.operands = static_cast<std::uint32_t>(operand_refs_.size()) - in.first_operand;
+                max_operands_ = std::max<std::size_t>(max_operands_, in.operands);
+            }
+        }
+        base_.resize(max_operands_ + 1);
+        opinfo_.resize(max_operands_ + 1);
+    }
+    /// One run: feeds checked before anything changes, then compute, copy, write.
+    void run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds) {
+        // 1. feeds
+        bool changed = !bound_;
+        for (std::size_t i = 0; i < n_; ++i) {
+            const node_desc& d = desc_[i];
+            if (!d.placeholder) continue;
+            const feed_ref* f = nullptr;
+            for (std::size_t j = 0; j < n_feeds && !f; ++j)
+                if (feeds[j].key == d.feed_key) f = &feeds[j];
+            static constexpr dims none{};
+            check_feed(d.name, d.type, d.static_dims, f != nullptr, f ? f->extents : none, f ? f->data : nullptr);
+            fed_[i] = f->extents;
+            feed_ptr_[i] = f->data;
+            changed = changed || !(fed_[i] == fed_dims_[i]);
+        }
+        // 2. extents and memory, re-planned only when a dyn extent changed
+        if (changed) {
+            rebind();
+            ++stats.rebinds;
+        }
+        // 3. results: a fetched node is computed straight into its result tensor
+        prepare_results();
+        // 4. where each instance's elements are in this run
+        for (std::size_t i = 0; i < n_; ++i) {
+            const node_desc& d = desc_[i];
+            for (std::uint32_t k : node_insts_[i]) {
+                instance& in = insts_[k];
+                if (d.placeholder) in.ptr = feed_ptr_[i];
+                else if (d.kind == op_kind::leaf) in.ptr = d.data(in.obj);
+                else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
+                else in.ptr = in.buf;
+            }
+        }
+        // 5. compute, in topological order
+        stats.evaluations = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+            if (!computed(i)) continue;
+            const node_desc& d = desc_[i];
+            for (std::uint32_t k : node_insts_[i]) {
+                instance& in = insts_[k];
+                if (d.kind == op_kind::elementwise) {
+                    for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
+                    region_fn_[i](regions_[i], base_.data(), in.buf);
+                } else {
+                    for (std::size_t j = 0; j < d.children; ++j) {
+                        in_ptr_[j] = insts_[child_ref(in, j)].ptr;
+                        in_dims_[j] = &dims_[child_node(i, j)];
+                    }
+                    d.eval(in.obj, in_ptr_.data(), in_dims_.data(), in.buf);
+                }
+                ++stats.evaluations;
+                if (flags_[i].immediate_write) write(i, in);
+            }
+        }
+        // 6. fetched leaves and views are copied out
+        for (const fetch& f : fetches_) {
+            const node_desc& d = desc_[f.node];
+            if (f.primary != static_cast<std::size_t>(&f - fetches_.data())) continue;
+            if (d.kind != op_kind::leaf && d.kind != op_kind::view) continue;
+            const instance& in = insts_[instance_of(f)];
+            std::memcpy(f.data, in.ptr, bytes_of(f.node));
+        }
+        // 7. writes of assigns, in topological order (the later of two writes wins)
+        for (std::size_t i = 0; i < n_; ++i)
+            if (flags_[i].assign && !flags_[i].immediate_write)
+                for (std::uint32_t k : node_insts_[i]) write(i, insts_[k]);
+        stats.arena_bytes = arena_bytes_;
+        // 8. a node fetched twice: every such result shares the first one's tensor
+        for (fetch& f : fetches_)
+            if (f.primary != static_cast<std::size_t>(&f - fetches_.data()))
+                f.fns->share(f.result, fetches_[f.primary].result);
+    }
+
+private:
+    struct instance {
+        std::uint32_t node = 0;
+        const void* obj = nullptr;  // the node object (any of them, for a pure node)
+        const void* id = nullptr;   // its identity
+        std::uint32_t first_child = 0;    // into child_refs_
+        std::uint32_t first_operand = 0;  // into operand_refs_ (fused region roots)
+        std::uint32_t operands = 0;
+        void* buf = nullptr;        // its value, for a materialised node
+        const void* ptr = nullptr;  // its elements in this run
+    };
+    struct fetch {
+        std::size_t node = 0;
+        const void* id = nullptr;  // null for a pure node (identified by its type)
+        const void* obj = nullptr;
+        void* result = nullptr;  // the tensor<T> returned for it
+        const result_fns* fns = nullptr;
+        std::size_t primary = 0;  // the first fetch of the same node
+        void* data = nullptr;     // the result's elements in this run
+    };
+    static constexpr std::uint32_t none = ~std::uint32_t{0};
+
+    std::size_t child_node(std::size_t i, std::size_t j) const { return edges_[first_edge_[i] + j].child; }
+    std::uint32_t child_ref(const instance& in, std::size_t j) const { return child_refs_[in.first_child + j]; }
+    bool is_region_root(std::size_t i) const {
+        return desc_[i].kind == op_kind::elementwise && flags_[i].materialized;
+    }
+    // materialised nodes that a kernel or fused region computes
+    bool computed(std::size_t i) const {
+        return flags_[i].materialized && desc_[i].kind != op_kind::leaf && desc_[i].kind != op_kind::view;
+    }
+    std::size_t bytes_of(std::size_t i) const {
+        return static_cast<std::size_t>(dims_[i].numel()) * desc_[i].elem_size;
+    }
+
+    // ---- construction: register node objects, check variable names ----
+    std::uint32_t walk(std::size_t i, const void* obj) {
+        const node_desc& d = desc_[i];
+        const void* id = d.identity(obj);
+        if (d.variable) register_variable(names_, d.name, id);
+        const bool op = d.kind != op_kind::leaf;
+        // each distinct object is walked once (so names below it are checked);
+        // a pure node has one instance, an impure one an instance per object
+        if (op || !d.pure) {
+            auto it = by_id_.find({id, i});
+            if (it != by_id_.end()) return it->second;
+        }
+        if (!op && d.pure && !node_insts_[i].empty()) return node_insts_[i][0];
+        std::vector<const void*> kids(d.children);
+        if (d.children) d.children_of(obj, kids.data());
+        std::vector<std::uint32_t> refs(d.children);
+        for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
+        std::uint32_t k;
+        if (d.pure && !node_insts_[i].empty()) {
+            k = node_insts_[i][0];
+        } else {
+            k = static_cast<std::uint32_t>(insts_.size());
+            instance in;
+            in.node = static_cast<std::uint32_t>(i);
+            in.obj = obj;
+            in.id = id;
+            in.first_child = static_cast<std::uint32_t>(child_refs_.size());
+            child_refs_.insert(child_refs_.end(), refs.begin(), refs.end());
+            insts_.push_back(in);
+            node_insts_[i].push_back(k);
+        }
+        if (op || !d.pure) by_id_.emplace(std::pair{id, i}, k);
+        return k;
+    }
+    // the operands of a fused region: leaves and materialised nodes below its root, in order
+    void collect_operands(std::uint32_t k) {
+        const std::size_t i = insts_[k].node;
+        for (std::size_t j = desc_[i].control_inputs; j < desc_[i].children; ++j) {
+            const std::uint32_t c = child_ref(insts_[k], j);
+            const std::size_t ci = insts_[c].node;
+            if (desc_[ci].kind == op_kind::leaf || flags_[ci].materialized) operand_refs_.push_back(c);
+            else collect_operands(c);
+        }
+    }
+    std::uint32_t instance_of(const fetch& f) const {
+        for (std::uint32_t k : node_insts_[f.node])
+            if (f.id == nullptr || insts_[k].id == f.id) return k;
+        return node_insts_[f.node][0];
+    }
+    bool is_fetched_instance(std::size_t i, const void* id) const {
+        for (const fetch& f : fetches_)
+            if (f.node == i && (f.id == nullptr || f.id == id)) return true;
+        return false;
+    }
+
+    // ---- planning for a binding of the dyn extents ----
+    void rebind() {
+        std::vector<dims> d(n_);
+        std::vector<const dims*> in(max_children_ + 1);
+        for (std::size_t i = 0; i < n_; ++i) {
+            const node_desc& nd = desc_[i];
+            for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_node(i, j)];
+            switch (nd.rule) {
+            case extent_rule::leaf: d[i] = nd.placeholder ? fed_[i] : nd.static_dims; break;
+            case extent_rule::function: d[i] = nd.infer(in.data()); break;
+            case extent_rule::broadcast: d[i] = broadcast_operands(nd.name, in.data(), nd.children); break;
+            case extent_rule::last: d[i] = *in[nd.children - 1]; break;
+            case extent_rule::assign:
+                check_assign_fits(nd.name, desc_[child_node(i, 0)].name, *in[0], *in[1]);
+                d[i] = *in[0];
+                break;
+            }
+        }
+        // fused regions: loop structure (every instance of a node has the same operand nodes)
+        std::vector<backend::eigen::region_layout> regions(n_);
+        for (std::size_t i = 0; i < n_; ++i) {
+            if (!is_region_root(i)) continue;
+            const instance& in0 = insts_[node_insts_[i][0]];
+            for (std::uint32_t o = 0; o < in0.operands; ++o) {
+                const std::size_t on = insts_[operand_refs_[in0.first_operand + o]].node;
+                opinfo_[o] = {&d[on], desc_[on].elem_size, desc_[on].scalar};
+            }
+            regions[i] = backend::eigen::plan_region(d[i], opinfo_.data(), in0.operands);
+        }
+        // buffers: every computed instance that is not fetched
+        std::vector<buffer_request> reqs;
+        std::vector<std::uint32_t> owner;
+        for (std::size_t i = 0; i < n_; ++i) {
+            if (!computed(i)) continue;
+            for (std::uint32_t k : node_insts_[i]) {
+                if (is_fetched_instance(i, insts_[k].id)) continue;
+                const std::size_t bytes = static_cast<std::size_t>(d[i].numel()) * desc_[i].elem_size;
+                reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
+                owner.push_back(k);
+            }
+        }
+        const std::size_t total = plan_memory(reqs);
+        auto arena = detail::allocate_zeroed<std::byte>(static_cast<index_t>(total));
+        // commit
+        dims_ = std::move(d);
+        regions_ = std::move(regions);
+        arena_ = std::move(arena);
+        arena_bytes_ = total;
+        for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.get() + reqs[r].offset;
+        fed_dims_ = fed_;
+        bound_ = true;
+    }
+    // The step after which each node's value is no longer read. A fused node is
+    // read when the root of its region runs; a view's readers read its
+    // source; fetched views and leaves are copied out after the last step.
+    void compute_last_reads() {
+        std::vector<std::size_t> step(n_);
+        for (std::size_t i = n_; i-- > 0;) {
+            step[i] = i;
+            if (!flags_[i].leaf && !flags_[i].materialized)  // fused: used exactly once
+                for (std::size_t e = 0; e < n_edges_; ++e)
+                    if (edges_[e].child == i) step[i] = step[edges_[e].parent];
+        }
+        for (std::size_t i = 0; i < n_; ++i) last_[i] = flags_[i].fetched ? n_ : i;
+        for (std::size_t e = 0; e < n_edges_; ++e)
+            last_[edges_[e].child] = std::max(last_[edges_[e].child], step[edges_[e].parent]);
+        for (std::size_t i = n_; i-- > 0;)
+            if (flags_[i].kind == op_kind::view)
+                for (std::size_t e = 0; e < n_edges_; ++e)
+                    if (edges_[e].parent == i) last_[edges_[e].child] = std::max(last_[edges_[e].child], last_[i]);
+    }
+
+    // ---- results: a result the caller still holds is left alone (copy on write) ----
+    void prepare_results() {
+        for (std::size_t k = 0; k < fetches_.size(); ++k) {
+            fetch& f = fetches_[k];
+            if (f.primary != k) {
+                f.fns->reset(f.result);
+                continue;
+            }
+            f.data = f.fns->prepare(f.result, dims_[f.node]);
+            if (computed(f.node))
+                for (std::uint32_t i : node_insts_[f.node])
+                    if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
+        }
+    }
+
+    // an assign's value goes into its variable (child 0)
+    void write(std::size_t i, const instance& in) {
+        const std::size_t v = child_node(i, 0);
+        void* dst = const_cast<void*>(desc_[v].data(insts_[child_ref(in, 0)].obj));
+        std::memcpy(dst, in.buf, bytes_of(v));
+    }
+
+    // node i's descriptor: desc_[i]
+    struct desc_table {
+        const node_desc* const* p;
+        desc_table(const node_desc* const* d, std::size_t) : p(d) {}
+        const node_desc& operator[](std::size_t i) const { return *p[i]; }
+    };
+    desc_table desc_;
+    const region_fn_t* region_fn_;
+    const graph::node_flags* flags_;
+    std::size_t n_;
+    const graph::edge* edges_;
+    std::size_t n_edges_;
+    std::vector<std::size_t> first_edge_;
+    std::size_t max_children_ = 0;
+    std::size_t max_operands_ = 0;
+
+    std::vector<instance> insts_;
+    std::vector<std::vector<std::uint32_t>> node_insts_;
+    std::vector<std::uint32_t> child_refs_;
+    std::vector<std::uint32_t> operand_refs_;
+    std::map<std::pair<const void*, std::size_t>, std::uint32_t> by_id_;  // (identity, node): a scalar's identity may be its parent's
+    std::unordered_map<std::string, const void*> names_;
+    std::vector<fetch> fetches_;
+
+    std::vector<dims> dims_;
+    std::vector<dims> fed_dims_;
+    std::vector<dims> fed_;
+    std::vector<const void*> feed_ptr_;
+    bool bound_ = false;
+    std::vector<backend::eigen::region_layout> regions_;
+    std::vector<std::size_t> last_;
+    std::shared_ptr<std::byte[]> arena_;
+    std::size_t arena_bytes_ = 0;
+    // scratch for one run (sized at construction: runs do not allocate)
+    std::vector<const void*> in_ptr_;
+    std::vector<const dims*> in_dims_;
+    std::vector<const void*> base_;
+    std::vector<backend::eigen::operand_info> opinfo_;
+};
+
+// ---- the functions of a node_desc, each keyed on one node type ----
+
+/// What a kernel sees of its node's children: ctx.input(child), ctx.dims_of(child).
+template <class N>
+struct kernel_ctx {
+    const N& n;
+    const void* const* in;
+    const dims* const* in_dims;
+
+    template <class C>
+    std::size_t slot(const C& c) const {
+        return [&]<std::size_t... J>(std::index_sequence<J...>) {
+            std::size_t s = 0;
+            (void)((static_cast<const void*>(&n.template child<J>()) == static_cast<const void*>(&c) ? (s = J, true)
+                                                                                                    : false) ||
+                   ...);
+            return s;
+        }(std::make_index_sequence<N::children_list::size>{});
+    }
+    /// Elements of a child in this run.
+    template <class C>
+    const value_type_t<C>* input(const C& c) const {
+        return static_cast<const value_type_t<C>*>(in[slot(c)]);
+    }
+    /// Run-time extents of a child.
+    template <class C>
+    const dims& dims_of(const C& c) const {
+        return *in_dims[slot(c)];
+    }
+};
+
+namespace detail {
+// Op nodes: the object is a standard-layout class whose only member is its
+// node_handle, and its children live in the state's slots, so identity and
+// children are the same code for every op node.
+inline const void* node_identity(const void* obj) noexcept {
+    return static_cast<const typeflow::detail::node_handle*>(obj)->get();
+}
+inline void node_children(const void* obj, const void** out) noexcept {
+    const typeflow::detail::node_state* s = static_cast<const typeflow::detail::node_handle*>(obj)->get();
+    for (std::size_t j = 0; j < s->count; ++j) out[j] = s->slots()[j].bytes;
+}
+template <class T>
+const void* leaf_identity(const void* obj) {
+    return static_cast<const T*>(obj)->identity();
+}
+template <class T>
+const void* leaf_data(const void* obj) {
+    const T& c = *static_cast<const T*>(obj);
+    if constexpr (typeflow::detail::is_variable_v<T>) return c.value().data();
+    else if constexpr (typeflow::detail::is_scalar_v<T>) return &c.value;
+    else if constexpr (typeflow::detail::is_literal_v<T>) return &T::value;
+    else return c.data->data();  // constant tensor
+}
+template <class T>
+dims infer_of(const dims* const* in) {
+    using Op = typename T::op;
+    return [&]<class... C, std::size_t... J>(meta::list<C...>, std::index_sequence<J...>) -> dims {
+        if constexpr (requires { Op::infer(*in[J]...); }) return Op::infer(*in[J]...);
+        else return Op::template infer_static<C...>(*in[J]...);
+    }(typename T::children_list{}, std::make_index_sequence<T::children_list::size>{});
+}
+template <class T>
+void eval_kernel(const void* obj, const void* const* in, const dims* const* in_dims, void* out) {
+    const T& n = *static_cast<const T*>(obj);
+    backend::eigen::kernel<typename T::op>::run(n, kernel_ctx<T>{n, in, in_dims}, static_cast<value_type_t<T>*>(out));
+}
+template <class T>
+inline constexpr char feed_key = 0;
+
+template <class T>
+struct result_ops {
+    static void* prepare(void* r, const dims& d) {
+        auto& t = *static_cast<tensor<T>*>(r);
+        if (t.empty() || !t.unique() || !(t.dims() == d)) t = tensor<T>(d);
+        return t.data();
+    }
+    static void reset(void* r) { *static_cast<tensor<T>*>(r) = {}; }
+    static void share(void* dst, const void* src) {
+        *static_cast<tensor<T>*>(dst) = *static_cast<const tensor<T>*>(src);
+    }
+    static constexpr result_fns fns{&prepare, &reset, &share};
+};
+
+// The parts of a descriptor that depend on what T is, as class templates and
+// variable templates: no function is instantiated per node to describe it.
+template <class Op, class L>
+inline constexpr bool has_infer_v = false;
+template <class Op, class... C>
+inline constexpr bool has_infer_v<Op, meta::list<C...>> =
+    requires { Op::infer(((void)sizeof(C), std::declval<const dims&>())...); };
+
+template <class T, op_kind K = T::kind>
+struct extent_rule_of {
+    static constexpr extent_rule value = extent_rule::function;
+};
+template <class T>
+struct extent_rule_of<T, op_kind::leaf> {
+    static constexpr extent_rule value = extent_rule::leaf;
+};
+template <class T>
+struct extent_rule_of<T, op_kind::elementwise> {
+    static constexpr extent_rule value = has_infer_v<typename T::op, typename T::children_list> ? extent_rule::function
+                                         : graph::is_assign_v<T>                                  ? extent_rule::assign
+                                         : T::control_inputs > 0                                  ? extent_rule::last
+                                                                                                   : extent_rule::broadcast;
+};
+
+template <class T, bool Fn = extent_rule_of<T>::value == extent_rule::function>
+inline constexpr dims (*infer_fn)(const dims* const*) = nullptr;
+template <class T>
+inline constexpr dims (*infer_fn<T, true>)(const dims* const*) = &infer_of<T>;
+
+template <class T, bool Kernel = T::kind == op_kind::kernel>
+inline constexpr void (*eval_fn)(const void*, const void* const*, const dims* const*, void*) = nullptr;
+template <class T>
+inline constexpr void (*eval_fn<T, true>)(const void*, const void* const*, const dims* const*, void*) =
+    &eval_kernel<T>;
+
+template <class G, class T, bool Root>
+inline constexpr void (*region_fn)(const backend::eigen::region_layout&, const void* const*, void*) = nullptr;
+template <class G, class T>
+inline constexpr void (*region_fn<G, T, true>)(const backend::eigen::region_layout&, const void* const*, void*) =
+    &backend::eigen::eval_region<backend::eigen::canonical_region_t<G, T>, value_type_t<T>>;
+
+template <class T, bool Data = T::is_leaf && !typeflow::detail::is_placeholder_v<T>>
+inline constexpr const void* (*data_fn)(const void*) = nullptr;
+template <class T>
+inline constexpr const void* (*data_fn<T, true>)(const void*) = &leaf_data<T>;
+
+template <class Op>
+inline constexpr std::string_view op_name = "op";
+template <class Op>
+    requires requires { Op::name; }
+inline constexpr std::string_view op_name<Op> = Op::name;
+
+template <class T, bool Leaf = T::is_leaf>
+struct node_fns {
+    static constexpr std::string_view name = op_name<typename T::op>;
+    static constexpr const void* (*identity)(const void*) = &node_identity;
+    static constexpr void (*children)(const void*, const void**) = &node_children;
+    static constexpr const void* key = nullptr;
+};
+template <class T>
+struct node_fns<T, true> {
+    static constexpr std::string_view name = [] {
+        if constexpr (requires { T::name(); }) return T::name();
+        else return std::string_view{};
+    }();
+    static constexpr const void* (*identity)(const void*) = &leaf_identity<T>;
+    static constexpr void (*children)(const void*, const void**) = nullptr;
+    static constexpr const void* key = &feed_key<T>;
+};
+}  // namespace detail
+
 template <class N>
 constexpr bool on_cpu() {
     constexpr bool ok = std::is_same_v<device_t<N>, cpu>;
@@ -53,39 +615,59 @@ constexpr bool on_cpu() {
     return ok;
 }
 
+/// The descriptor of node T (the same in every graph).
+template <class T>
+inline constexpr node_desc desc_of{
+    .kind = T::kind,
+    .pure = is_pure_v<T>,
+    .placeholder = typeflow::detail::is_placeholder_v<T>,
+    .variable = typeflow::detail::is_variable_v<T>,
+    .scalar = shape_t<T>::numel == 1,
+    .rule = detail::extent_rule_of<T>::value,
+    .children = T::children_list::size,
+    .control_inputs = T::control_inputs,
+    .elem_size = sizeof(value_type_t<T>),
+    .type = dtype_of<value_type_t<T>>,
+    .static_dims = shape_t<T>::value,
+    .name = detail::node_fns<T>::name,
+    .feed_key = typeflow::detail::is_placeholder_v<T> ? detail::node_fns<T>::key : nullptr,
+    .identity = detail::node_fns<T>::identity,
+    .children_of = detail::node_fns<T>::children,
+    .data = detail::data_fn<T>,
+    .infer = detail::infer_fn<T>,
+    .eval = detail::eval_fn<T>,
+};
+
+/// The plan of one set of fetches Fs...: the graph's descriptors (compile-time
+/// data), the node objects of this fetch list, and the results.
 template <class... Fs>
-class plan final : public plan_base {
+class plan final : public plan_core {
     using G = graph::graph_of<Fs...>;
     using nodes = typename G::nodes;
     static constexpr std::size_t N = G::size;
     static constexpr std::size_t F = sizeof...(Fs);
-    template <class T>
-    static constexpr std::size_t idx = G::template index_of<T>;
 
     static_assert([]<class... Ts>(meta::list<Ts...>) { return (on_cpu<Ts>() && ...); }(nodes{}));
 
-    struct instance {
-        const void* obj = nullptr;  // the node object (any of them, for a pure node)
-        const void* id = nullptr;   // its identity
-        void* buf = nullptr;        // its value, for a materialised node
+    template <class L, class I = std::make_index_sequence<L::size>>
+    struct table;
+    template <class... Ts, std::size_t... I>
+    struct table<meta::list<Ts...>, std::index_sequence<I...>> {
+        static constexpr const node_desc* descs[sizeof...(Ts)] = {&desc_of<Ts>...};
+        static constexpr region_fn_t regions[sizeof...(Ts)] = {
+            detail::region_fn<G, Ts, Ts::kind == op_kind::elementwise && G::flags[I].materialized>...};
     };
 
 public:
-    explicit plan(const fetch_list<Fs...>& f) : roots_(f.nodes) {
-        std::unordered_set<const void*> seen;
-        std::unordered_map<std::string, const void*> names;
+    explicit plan(const fetch_list<Fs...>& f)
+        : plan_core(table<nodes>::descs, table<nodes>::regions, G::flags.data(), N, G::edges.data(), G::edge_count),
+          roots_(f.nodes) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (walk(detail::get_child<K>(roots_), seen, names), ...);
-            ((fetch_key_[K] = key_of(detail::get_child<K>(roots_))), ...);
+            (add_fetch(G::template index_of<Fs>, &typeflow::detail::get_child<K>(roots_), &std::get<K>(results_),
+                       &detail::result_ops<value_type_t<Fs>>::fns),
+             ...);
         }(std::make_index_sequence<F>{});
-        for (std::size_t k = 0; k < F; ++k) {
-            primary_[k] = k;
-            for (std::size_t j = 0; j < k; ++j)
-                if (fetch_key_[j] == fetch_key_[k]) {
-                    primary_[k] = j;
-                    break;
-                }
-        }
+        finish();
     }
     plan(const plan&) = delete;
     plan& operator=(const plan&) = delete;
@@ -93,322 +675,31 @@ public:
     /// True when `f` is the set of node objects this plan was made for.
     bool same_roots(const fetch_list<Fs...>& f) const {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            return (same_root(detail::get_child<K>(roots_), f.template get<K>()) && ...);
+            return (same_root(typeflow::detail::get_child<K>(roots_), f.template get<K>()) && ...);
         }(std::make_index_sequence<F>{});
     }
 
     template <class... Feeds>
     std::tuple<tensor<value_type_t<Fs>>...> run(run_stats& stats, const Feeds&... feeds) {
-        // 1. feeds: checked before anything changes
-        std::array<dims, N> fed{};
-        std::array<const void*, N> ptr{};
-        [&]<class... Ts>(meta::list<Ts...>) { (bind_feed<Ts>(fed, ptr, feeds...), ...); }(nodes{});
-        // 2. extents and memory, re-planned only when a dyn extent changed
-        if (!bound_ || fed_changed(fed)) {
-            rebind(fed);
-            ++stats.rebinds;
-        }
-        feed_ = ptr;
-        prepare_results();
-        // 3. compute, 4. copy fetched leaves and views, 5. apply writes
-        stats.evaluations = 0;
-        eval_all(stats, nodes{}, std::make_index_sequence<N>{});
-        copy_unmaterialized_fetches();
-        [&]<class... Ts, std::size_t... I>(meta::list<Ts...>, std::index_sequence<I...>) {
-            (deferred_write<Ts, I>(), ...);
-        }(nodes{}, std::make_index_sequence<N>{});
-        stats.arena_bytes = arena_bytes_;
-        share_duplicates();
+        const feed_ref refs[] = {feed_ref_of(feeds)..., feed_ref{}};
+        run_core(stats, refs, sizeof...(Feeds));
         return results_;
     }
 
-    // --- what kernels see (the Ctx of backend::eigen::kernel) ---
-
-    /// Elements of a node's value in this run.
-    template <class C>
-    const value_type_t<C>* input(const C& c) const {
-        using T = value_type_t<C>;
-        if constexpr (detail::is_placeholder_v<C>) return static_cast<const T*>(feed_[idx<C>]);
-        else if constexpr (detail::is_variable_v<C>) return c.value().data();
-        else if constexpr (detail::is_scalar_v<C>) return &c.value;
-        else if constexpr (detail::is_literal_v<C>) return &C::value;
-        else if constexpr (detail::is_constant_tensor_v<C>) return c.data->data();
-        else if constexpr (C::kind == op_kind::view) return input(c.template child<0>());
-        else {
-            const auto& v = inst_[idx<C>];
-            if constexpr (is_pure_v<C>) {
-                return static_cast<const T*>(v[0].buf);
-            } else {
-                for (const instance& in : v)
-                    if (in.id == c.identity()) return static_cast<const T*>(in.buf);
-                return nullptr;  // unreachable: every instance was registered by walk()
-            }
-        }
-    }
-    /// Run-time extents of a node.
-    template <class C>
-    const dims& dims_of(const C&) const {
-        return dims_[idx<C>];
-    }
-
 private:
-    // ---- construction: register node objects, check variable names ----
-    template <class T>
-    void walk(const T& obj, std::unordered_set<const void*>& seen, std::unordered_map<std::string, const void*>& names) {
-        constexpr std::size_t i = idx<T>;
-        if constexpr (T::is_leaf) {
-            if constexpr (detail::is_variable_v<T>) {
-                register_variable(names, T::name(), obj.identity());
-            }
-            if (inst_[i].empty()) inst_[i].push_back({&obj, obj.identity(), nullptr});
-        } else {
-            if (!seen.insert(obj.identity()).second) return;
-            obj.apply_children([&](const auto&... c) { (walk(c, seen, names), ...); });
-            if (is_pure_v<T> ? inst_[i].empty() : true) inst_[i].push_back({&obj, obj.identity(), nullptr});
-        }
+    template <class P>
+    static feed_ref feed_ref_of(const feed_entry<P>& e) {
+        return {&detail::feed_key<P>, e.data.dims, e.data.data};
     }
-    // A fetch is identified by its node: the type for a pure node, the object otherwise.
-    template <class T>
-    static std::pair<std::size_t, const void*> key_of(const T& t) {
-        return {idx<T>, is_pure_v<T> ? nullptr : t.identity()};
-    }
+    // a fetch is its node's identity; a scalar constant's identity is the
+    // address of its value, which moves with the object: scalars compare by value
     template <class T>
     static bool same_root(const T& a, const T& b) {
-        if constexpr (detail::is_scalar_v<T>) return a.value == b.value;
+        if constexpr (typeflow::detail::is_scalar_v<T>) return a.value == b.value;
         else return a.identity() == b.identity();
     }
 
-    // ---- feeds ----
-    template <class P, class F0, class... Rest>
-    static const auto* find_feed(const F0& f0, const Rest&... rest) {
-        if constexpr (std::is_same_v<F0, feed_entry<P>>) return &f0;
-        else return find_feed<P>(rest...);
-    }
-    template <class P>
-    static const feed_entry<P>* find_feed() {
-        return nullptr;
-    }
-    template <class T, class... Feeds>
-    static void bind_feed(std::array<dims, N>& fed, std::array<const void*, N>& ptr, const Feeds&... feeds) {
-        if constexpr (detail::is_placeholder_v<T>) {
-            const auto* f = find_feed<T>(feeds...);
-            static constexpr dims none{};
-            check_feed(T::name(), dtype_of<value_type_t<T>>, shape_t<T>::value, f != nullptr, f ? f->data.dims : none,
-                       f ? f->data.data : nullptr);
-            fed[idx<T>] = f->data.dims;
-            ptr[idx<T>] = f->data.data;
-        }
-    }
-    bool fed_changed(const std::array<dims, N>& fed) const {
-        for (std::size_t i = 0; i < N; ++i)
-            if (!(fed[i] == fed_dims_[i])) return true;
-        return false;
-    }
-
-    // ---- extents ----
-    template <class T>
-    static dims infer(const std::array<dims, N>& d, const std::array<dims, N>& fed) {
-        if constexpr (detail::is_placeholder_v<T>) {
-            return fed[idx<T>];
-        } else if constexpr (T::is_leaf) {
-            return shape_t<T>::value;
-        } else {
-            using Op = typename T::op;
-            return [&]<class... C>(meta::list<C...>) -> dims {
-                if constexpr (requires { Op::infer(d[idx<C>]...); }) {
-                    return Op::infer(d[idx<C>]...);
-                } else if constexpr (T::kind == op_kind::elementwise) {
-                    if constexpr (graph::is_assign_node<T>()) {
-                        const dims& v = d[idx<meta::at_t<0, C...>>];
-                        check_assign_fits(Op::name, meta::at_t<0, C...>::name(), v, d[idx<meta::at_t<1, C...>>]);
-                        return v;
-                    } else if constexpr (T::control_inputs > 0) {
-                        return d[idx<meta::at_t<sizeof...(C) - 1, C...>>];
-                    } else {
-                        const dims* operands[] = {&d[idx<C>]...};
-                        return broadcast_operands(Op::name, operands, sizeof...(C));
-                    }
-                } else if constexpr (requires { Op::template infer_static<C...>(d[idx<C>]...); }) {
-                    return Op::template infer_static<C...>(d[idx<C>]...);
-                } else {
-                    return Op::infer(d[idx<C>]...);
-                }
-            }(typename T::children_list{});
-        }
-    }
-
-    // ---- planning for a binding of the dyn extents ----
-    void rebind(const std::array<dims, N>& fed) {
-        std::array<dims, N> d{};
-        [&]<class... Ts>(meta::list<Ts...>) { ((d[idx<Ts>] = infer<Ts>(d, fed)), ...); }(nodes{});
-        std::array<backend::eigen::region_layout, N> regions;
-        [&]<class... Ts>(meta::list<Ts...>) { (plan_region_of<Ts>(d, regions), ...); }(nodes{});
-        // buffers: every materialised, non-view, non-fetched instance
-        const std::array<std::size_t, N> last = last_reads();
-        std::vector<buffer_request> reqs;
-        std::vector<std::pair<std::size_t, std::size_t>> owner;  // (node, instance)
-        [&]<class... Ts>(meta::list<Ts...>) {
-            (([&] {
-                 constexpr std::size_t i = idx<Ts>;
-                 if constexpr (G::flags[i].materialized && Ts::kind != op_kind::view) {
-                     for (std::size_t k = 0; k < inst_[i].size(); ++k) {
-                         if (is_fetched_instance(i, inst_[i][k].id)) continue;
-                         const std::size_t bytes = static_cast<std::size_t>(d[i].numel()) * sizeof(value_type_t<Ts>);
-                         reqs.push_back({bytes, i, G::flags[i].assign ? N : last[i], 0});
-                         owner.emplace_back(i, k);
-                     }
-                 }
-             }()),
-             ...);
-        }(nodes{});
-        const std::size_t total = plan_memory(reqs);
-        auto arena = detail::allocate_zeroed<std::byte>(static_cast<index_t>(total));
-        // commit
-        dims_ = d;
-        regions_ = std::move(regions);
-        arena_ = std::move(arena);
-        arena_bytes_ = total;
-        for (std::size_t r = 0; r < reqs.size(); ++r)
-            inst_[owner[r].first][owner[r].second].buf = arena_.get() + reqs[r].offset;
-        fed_dims_ = fed;
-        bound_ = true;
-    }
-    // The step after which each node's value is no longer read. A fused node is
-    // read when the root of its region runs; a view's readers read its
-    // source; fetched views and leaves are copied out after the last step.
-    static constexpr std::array<std::size_t, N> last_reads() {
-        std::array<std::size_t, N> step{}, last{};
-        for (std::size_t i = N; i-- > 0;) {
-            step[i] = i;
-            if (!G::flags[i].leaf && !G::flags[i].materialized)  // fused: used exactly once
-                for (const graph::edge& e : G::edges)
-                    if (e.child == i) step[i] = step[e.parent];
-        }
-        for (std::size_t i = 0; i < N; ++i) last[i] = G::flags[i].fetched ? N : i;
-        for (const graph::edge& e : G::edges) last[e.child] = std::max(last[e.child], step[e.parent]);
-        for (std::size_t i = N; i-- > 0;)
-            if (G::flags[i].kind == op_kind::view)
-                for (const graph::edge& e : G::edges)
-                    if (e.parent == i) last[e.child] = std::max(last[e.child], last[i]);
-        return last;
-    }
-    template <class T>
-    void plan_region_of(const std::array<dims, N>& d, std::array<backend::eigen::region_layout, N>& regions) {
-        constexpr std::size_t i = idx<T>;
-        if constexpr (!T::is_leaf && T::kind == op_kind::elementwise && G::flags[i].materialized) {
-            const T& root = *static_cast<const T*>(inst_[i][0].obj);
-            regions[i] = backend::eigen::plan_region<G>(root, d[i], [&](const auto& c) {
-                return d[idx<std::remove_cvref_t<decltype(c)>>];
-            });
-        }
-    }
-    bool is_fetched_instance(std::size_t i, const void* id) const {
-        for (std::size_t k = 0; k < F; ++k)
-            if (fetch_key_[k].first == i && (fetch_key_[k].second == nullptr || fetch_key_[k].second == id)) return true;
-        return false;
-    }
-
-    // ---- results: a fetched node is computed straight into its result tensor;
-    //      a result the caller still holds is left alone (copy on write) ----
-    void prepare_results() {
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (([&] {
-                 if (primary_[K] != K) std::get<K>(results_) = {};
-             }()),
-             ...);
-            (prepare_result<K>(), ...);
-        }(std::make_index_sequence<F>{});
-    }
-    template <std::size_t K>
-    void prepare_result() {
-        if (primary_[K] != K) return;
-        using T = meta::at_t<K, Fs...>;
-        constexpr std::size_t i = idx<T>;
-        auto& r = std::get<K>(results_);
-        if (r.empty() || !r.unique() || !(r.dims() == dims_[i])) r = tensor<value_type_t<T>>(dims_[i]);
-        if constexpr (!T::is_leaf && T::kind != op_kind::view) {
-            for (instance& in : inst_[i])
-                if (is_pure_v<T> || in.id == fetch_key_[K].second) in.buf = r.data();
-        }
-    }
-    void copy_unmaterialized_fetches() {
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (([&] {
-                 using T = meta::at_t<K, Fs...>;
-                 if constexpr (T::is_leaf || T::kind == op_kind::view) {
-                     if (primary_[K] == K) {
-                         auto& r = std::get<K>(results_);
-                         const auto* src = input(detail::get_child<K>(roots_));
-                         std::copy(src, src + r.size(), r.data());
-                     }
-                 }
-             }()),
-             ...);
-        }(std::make_index_sequence<F>{});
-    }
-    // a node fetched twice: every such result shares the first one's tensor
-    void share_duplicates() {
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (share_one<K>(std::make_index_sequence<K>{}), ...);
-        }(std::make_index_sequence<F>{});
-    }
-    template <std::size_t K, std::size_t... J>
-    void share_one(std::index_sequence<J...>) {
-        if (primary_[K] == K) return;
-        (([&] {
-             if constexpr (std::is_same_v<meta::at_t<J, Fs...>,
-                                          meta::at_t<K, Fs...>>)
-                 if (J == primary_[K]) std::get<K>(results_) = std::get<J>(results_);
-         }()),
-         ...);
-    }
-
-    // ---- evaluation ----
-    template <class... Ts, std::size_t... I>
-    void eval_all(run_stats& stats, meta::list<Ts...>, std::index_sequence<I...>) {
-        (eval_node<Ts, I>(stats), ...);
-    }
-    template <class T, std::size_t I>
-    void eval_node(run_stats& stats) {
-        if constexpr (!T::is_leaf && G::flags[I].materialized && T::kind != op_kind::view) {
-            for (instance& in : inst_[I]) {
-                const T& n = *static_cast<const T*>(in.obj);
-                auto* out = static_cast<value_type_t<T>*>(in.buf);
-                if constexpr (T::kind == op_kind::elementwise) {
-                    backend::eigen::eval_region<G>(
-                        n, regions_[I], [this](const auto& c) { return static_cast<const void*>(input(c)); }, out);
-                } else {
-                    backend::eigen::kernel<typename T::op>::run(n, *this, out);
-                }
-                ++stats.evaluations;
-                if constexpr (G::flags[I].immediate_write) write(n, out);
-            }
-        }
-    }
-    template <class T, std::size_t I>
-    void deferred_write() {
-        if constexpr (G::flags[I].assign && !G::flags[I].immediate_write) {
-            for (instance& in : inst_[I]) write(*static_cast<const T*>(in.obj), static_cast<value_type_t<T>*>(in.buf));
-        }
-    }
-    template <class T>
-    static void write(const T& n, const value_type_t<T>* value) {
-        auto& var = n.template child<0>();
-        auto& dst = var.state().value;
-        std::memcpy(dst.data(), value, static_cast<std::size_t>(dst.size()) * sizeof(value_type_t<T>));
-    }
-
-    detail::children_of<Fs...> roots_;
-    std::array<std::vector<instance>, N> inst_{};
-    std::array<dims, N> dims_{};
-    std::array<dims, N> fed_dims_{};
-    std::array<const void*, N> feed_{};
-    bool bound_ = false;
-    std::array<backend::eigen::region_layout, N> regions_{};
-    std::shared_ptr<std::byte[]> arena_;
-    std::size_t arena_bytes_ = 0;
-    std::array<std::pair<std::size_t, const void*>, F> fetch_key_{};
-    std::array<std::size_t, F> primary_{};
+    typeflow::detail::children_of<Fs...> roots_;  // the plan's own copies of the fetched nodes (handles)
     std::tuple<tensor<value_type_t<Fs>>...> results_;
 };
 

@@ -53,49 +53,31 @@ inline constexpr bool is_operand = N::is_leaf || G::template materialized<N>;
 
 template <class G, class N>
 struct operand_count;
+// operands a child C contributes: 1 if it is an operand, else those below it
 template <class G, class C>
-constexpr std::size_t operands_of() {
-    if constexpr (is_operand<G, C>) return 1;
-    else return operand_count<G, C>::value;
-}
-template <class G, class Op, class... C>
-constexpr std::size_t data_operand_sum(meta::list<C...>) {
-    constexpr std::size_t skip = node<Op, C...>::control_inputs;
-    std::size_t j = 0, s = 0;
-    ((s += (j++ >= skip ? operands_of<G, C>() : 0)), ...);
+inline constexpr std::size_t operands_of_v =
+    std::conditional_t<is_operand<G, C>, std::integral_constant<std::size_t, 1>, operand_count<G, C>>::value;
+inline constexpr std::size_t sum_first(const std::size_t* a, std::size_t n) {
+    std::size_t s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += a[i];
     return s;
 }
+// per data child of N: its operand count (control inputs count 0)
+template <class G, class N, class L = typename N::children_list>
+struct child_operands;
+template <class G, class N, class... C>
+struct child_operands<G, N, meta::list<C...>> {
+    static constexpr std::size_t count[sizeof...(C) + 1] = {operands_of_v<G, C>..., 0};
+};
 template <class G, class N>
 struct operand_count {
-    static constexpr std::size_t value = data_operand_sum<G, typename N::op>(typename N::children_list{});
+    static constexpr std::size_t value =
+        sum_first(child_operands<G, N>::count + N::control_inputs, N::children_list::size - N::control_inputs);
 };
-
 // Offset of child J's first operand among the operands of N.
 template <class G, class N, std::size_t J>
-constexpr std::size_t child_offset() {
-    return []<class... C>(meta::list<C...>) {
-        std::size_t j = 0, s = 0;
-        ((s += (std::cmp_greater_equal(j, N::control_inputs) && std::cmp_less(j, J) ? operands_of<G, C>() : 0), ++j), ...);
-        return s;
-    }(typename N::children_list{});
-}
-
-// Calls f(operand, integral_constant<Off>) for each operand of the region
-// below node n, in order.
-template <class G, std::size_t Off, class N, class F>
-void for_each_operand(const N& n, F&& f) {
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-        (([&] {
-             if constexpr (J >= N::control_inputs) {
-                 using C = std::remove_cvref_t<decltype(n.template child<J>())>;
-                 constexpr std::size_t off = Off + child_offset<G, N, J>();
-                 if constexpr (is_operand<G, C>) f(n.template child<J>(), std::integral_constant<std::size_t, off>{});
-                 else for_each_operand<G, off>(n.template child<J>(), f);
-             }
-         }()),
-         ...);
-    }(std::make_index_sequence<N::children_list::size>{});
-}
+inline constexpr std::size_t child_offset_v =
+    sum_first(child_operands<G, N>::count + N::control_inputs, J - N::control_inputs);
 
 template <class T>
 using array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -122,7 +104,7 @@ struct canonical_region {
     template <std::size_t... J>
     static auto make(std::index_sequence<J...>)
         -> canonical_node<typename N::op,
-                          canonical_t<G, Off + child_offset<G, N, J + N::control_inputs>(),
+                          canonical_t<G, Off + child_offset_v<G, N, J + N::control_inputs>,
                                       std::remove_cvref_t<decltype(std::declval<const N&>().template child<J + N::control_inputs>())>>...>;
     using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
 };
@@ -198,35 +180,42 @@ void run_blocks(const region_layout& lay, const void* const* base, T* out) {
 template <class G, class R>
 inline constexpr std::size_t region_operands = detail::operand_count<G, R>::value;
 
-/// Fixes the loop structure of the region rooted at R for output extents
-/// `out`; `dims_of(operand)` gives each operand's run-time extents.
-template <class G, class R, class DimsOf>
-region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
-    constexpr std::size_t K = region_operands<G, R>;
+/// The canonical form of the region rooted at R (its op structure over operand
+/// positions): the type that selects the region's Eigen loop.
+template <class G, class R>
+using canonical_region_t = typename detail::canonical_region<G, 0, R>::type;
+
+/// One operand of a fused region, as the layout planner sees it.
+struct operand_info {
+    const dims* extents = nullptr;  // run-time extents
+    std::size_t elem_size = 0;      // bytes per element
+    bool scalar = false;            // one element by its static shape: read as an Eigen constant
+};
+
+/// Fixes the loop structure of a region with output extents `out` and the
+/// K operands `ops` (in region order).
+inline region_layout plan_region(const dims& out, const operand_info* ops, std::size_t K) {
     region_layout lay;
     lay.numel = out.numel();
     lay.operands.resize(K);
-    std::array<bool, K + 1> scalar{};
     // broadcast strides over the full output axes
     std::vector<std::array<index_t, max_rank>> full(K);
-    detail::for_each_operand<G, 0>(root, [&](const auto& c, auto off) {
-        using C = std::remove_cvref_t<decltype(c)>;
-        scalar[off] = shape_t<C>::numel == 1;
-        lay.operands[off].scalar = scalar[off];
-        lay.operands[off].elem_size = sizeof(value_type_t<C>);
-        const dims d = dims_of(c);
+    for (std::size_t k = 0; k < K; ++k) {
+        lay.operands[k].scalar = ops[k].scalar;
+        lay.operands[k].elem_size = ops[k].elem_size;
+        const dims& d = *ops[k].extents;
         index_t s = 1;
         for (std::size_t i = 0; i < out.rank; ++i) {
             const std::size_t ax = out.rank - 1 - i;
             if (i < d.rank) {
                 const index_t e = d.d[d.rank - 1 - i];
-                full[off][ax] = (e == 1 && out.d[ax] != 1) ? 0 : s;
+                full[k][ax] = (e == 1 && out.d[ax] != 1) ? 0 : s;
                 s *= e;
             } else {
-                full[off][ax] = 0;
+                full[k][ax] = 0;
             }
         }
-    });
+    }
     // drop extents of 1, merge axes contiguous for every operand
     std::array<index_t, max_rank> ext{};
     std::vector<std::array<index_t, max_rank>> st(K);
@@ -235,7 +224,7 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
         if (out.d[ax] == 1) continue;
         bool merge = r > 0;
         for (std::size_t k = 0; k < K && merge; ++k)
-            if (!scalar[k] && st[k][r - 1] != full[k][ax] * out.d[ax]) merge = false;
+            if (!ops[k].scalar && st[k][r - 1] != full[k][ax] * out.d[ax]) merge = false;
         if (merge) {
             ext[r - 1] *= out.d[ax];
             for (std::size_t k = 0; k < K; ++k) st[k][r - 1] = full[k][ax];
@@ -255,7 +244,7 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
     bool any_gather = false;
     for (std::size_t k = 0; k < K; ++k) {
         lay.operands[k].stride = st[k];
-        lay.operands[k].gather = !scalar[k] && st[k][r - 1] != 1;
+        lay.operands[k].gather = !ops[k].scalar && st[k][r - 1] != 1;
         any_gather |= lay.operands[k].gather;
     }
     lay.block = any_gather ? std::min<index_t>(ext[r - 1], gather_block) : ext[r - 1];
@@ -264,15 +253,12 @@ region_layout plan_region(const R& root, const dims& out, DimsOf&& dims_of) {
     return lay;
 }
 
-/// Evaluates the region rooted at R into `out`; `input(operand)` gives each
-/// operand's elements for this run.
-template <class G, class R, class Input>
-void eval_region(const R& root, const region_layout& lay, Input&& input, value_type_t<R>* out) {
-    constexpr std::size_t K = region_operands<G, R>;
+/// Evaluates a region of canonical form Canon, writing T, into `out`; `base`
+/// holds each operand's elements for this run, in region order.
+template <class Canon, class T>
+void eval_region(const region_layout& lay, const void* const* base, void* out) {
     if (lay.numel == 0) return;
-    std::array<const void*, K + 1> base{};
-    detail::for_each_operand<G, 0>(root, [&](const auto& c, auto off) { base[off] = input(c); });
-    detail::run_blocks<typename detail::canonical_region<G, 0, R>::type>(lay, base.data(), out);
+    detail::run_blocks<Canon>(lay, base, static_cast<T*>(out));
 }
 
 }  // namespace typeflow::backend::eigen

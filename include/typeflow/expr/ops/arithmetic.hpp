@@ -19,49 +19,49 @@ TYPEFLOW_UNARY_OP(neg, numeric, -a)
 /// Element-wise a + b with broadcasting.
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator+(A&& a, B&& b) {
-    return make_binary<op::add>(std::forward<A>(a), std::forward<B>(b));
+auto operator+(const A& a, const B& b) {
+    return make_binary<op::add>(a, b);
 }
 /// Element-wise a - b with broadcasting.
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator-(A&& a, B&& b) {
-    return make_binary<op::sub>(std::forward<A>(a), std::forward<B>(b));
+auto operator-(const A& a, const B& b) {
+    return make_binary<op::sub>(a, b);
 }
 /// Element-wise a * b with broadcasting (not a matrix product: see matmul).
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator*(A&& a, B&& b) {
-    return make_binary<op::mul>(std::forward<A>(a), std::forward<B>(b));
+auto operator*(const A& a, const B& b) {
+    return make_binary<op::mul>(a, b);
 }
 /// Element-wise a / b with broadcasting (integer division truncates).
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator/(A&& a, B&& b) {
-    return make_binary<op::div>(std::forward<A>(a), std::forward<B>(b));
+auto operator/(const A& a, const B& b) {
+    return make_binary<op::div>(a, b);
 }
 /// Element-wise -a.
 template <expression A>
-auto operator-(A&& a) {
-    return make_node<op::neg>(std::forward<A>(a));
+auto operator-(const A& a) {
+    return make_node<op::neg>(a);
 }
 /// Element-wise a to the power b (floating point).
 template <class A, class B>
     requires binary_operands<A, B>
-auto pow(A&& a, B&& b) {
-    return make_binary<op::pow>(std::forward<A>(a), std::forward<B>(b));
+auto pow(const A& a, const B& b) {
+    return make_binary<op::pow>(a, b);
 }
 /// Element-wise larger of a and b.
 template <class A, class B>
     requires binary_operands<A, B>
-auto maximum(A&& a, B&& b) {
-    return make_binary<op::maximum>(std::forward<A>(a), std::forward<B>(b));
+auto maximum(const A& a, const B& b) {
+    return make_binary<op::maximum>(a, b);
 }
 /// Element-wise smaller of a and b.
 template <class A, class B>
     requires binary_operands<A, B>
-auto minimum(A&& a, B&& b) {
-    return make_binary<op::minimum>(std::forward<A>(a), std::forward<B>(b));
+auto minimum(const A& a, const B& b) {
+    return make_binary<op::minimum>(a, b);
 }
 
 // ---- vector-Jacobian products (maximum/minimum: ties send the gradient to a) ----

@@ -17,8 +17,8 @@ struct cast {
 
 /// Converts each element to To (float to int truncates toward zero; nonzero is true).
 template <value_type_c To, expression A>
-auto cast(A&& a) {
-    return make_node<op::cast<To>>(std::forward<A>(a));
+auto cast(const A& a) {
+    return make_node<op::cast<To>>(a);
 }
 
 /// cast: between floating types the gradient is cast back; casts to or from

@@ -15,31 +15,31 @@ TYPEFLOW_BINARY_OP(not_equal, equality, a != b)
 
 /// a < b, element-wise, as bool.
 template <class A, class B> requires binary_operands<A, B>
-auto operator<(A&& a, B&& b) { return make_binary<op::less>(std::forward<A>(a), std::forward<B>(b)); }
+auto operator<(const A& a, const B& b) { return make_binary<op::less>(a, b); }
 /// a <= b, element-wise, as bool.
 template <class A, class B> requires binary_operands<A, B>
-auto operator<=(A&& a, B&& b) { return make_binary<op::less_equal>(std::forward<A>(a), std::forward<B>(b)); }
+auto operator<=(const A& a, const B& b) { return make_binary<op::less_equal>(a, b); }
 /// a > b, element-wise, as bool.
 template <class A, class B> requires binary_operands<A, B>
-auto operator>(A&& a, B&& b) { return make_binary<op::greater>(std::forward<A>(a), std::forward<B>(b)); }
+auto operator>(const A& a, const B& b) { return make_binary<op::greater>(a, b); }
 /// a >= b, element-wise, as bool.
 template <class A, class B> requires binary_operands<A, B>
-auto operator>=(A&& a, B&& b) { return make_binary<op::greater_equal>(std::forward<A>(a), std::forward<B>(b)); }
+auto operator>=(const A& a, const B& b) { return make_binary<op::greater_equal>(a, b); }
 /// a == b, element-wise, as bool (a function, so == keeps its usual meaning).
 template <class A, class B> requires binary_operands<A, B>
-auto equal(A&& a, B&& b) { return make_binary<op::equal>(std::forward<A>(a), std::forward<B>(b)); }
+auto equal(const A& a, const B& b) { return make_binary<op::equal>(a, b); }
 /// a != b, element-wise, as bool.
 template <class A, class B> requires binary_operands<A, B>
-auto not_equal(A&& a, B&& b) { return make_binary<op::not_equal>(std::forward<A>(a), std::forward<B>(b)); }
+auto not_equal(const A& a, const B& b) { return make_binary<op::not_equal>(a, b); }
 /// Function forms of the ordering operators.
 template <class A, class B> requires binary_operands<A, B>
-auto less(A&& a, B&& b) { return std::forward<A>(a) < std::forward<B>(b); }
+auto less(const A& a, const B& b) { return a < b; }
 template <class A, class B> requires binary_operands<A, B>
-auto less_equal(A&& a, B&& b) { return std::forward<A>(a) <= std::forward<B>(b); }
+auto less_equal(const A& a, const B& b) { return a <= b; }
 template <class A, class B> requires binary_operands<A, B>
-auto greater(A&& a, B&& b) { return std::forward<A>(a) > std::forward<B>(b); }
+auto greater(const A& a, const B& b) { return a > b; }
 template <class A, class B> requires binary_operands<A, B>
-auto greater_equal(A&& a, B&& b) { return std::forward<A>(a) >= std::forward<B>(b); }
+auto greater_equal(const A& a, const B& b) { return a >= b; }
 
 // comparisons have no gradient (a static zero)
 template <> struct gradient<op::less> : no_gradient {};

@@ -142,26 +142,26 @@ struct solve {
 
 /// The inverse of the square matrix a (a tf::error at run time when a is singular).
 template <expression A>
-auto matrix_inverse(A&& a) {
-    return make_node<op::matrix_inverse>(std::forward<A>(a));
+auto matrix_inverse(const A& a) {
+    return make_node<op::matrix_inverse>(a);
 }
 /// The determinant of the square matrix a (a scalar).
 template <expression A>
-auto matrix_determinant(A&& a) {
-    return make_node<op::determinant<false>>(std::forward<A>(a));
+auto matrix_determinant(const A& a) {
+    return make_node<op::determinant<false>>(a);
 }
 /// log |det a| of the square matrix a (a scalar): the logarithm of the
 /// absolute value, whatever the sign of the determinant (numpy's slogdet
 /// without the sign); -inf for a singular matrix.
 template <expression A>
-auto log_determinant(A&& a) {
-    return make_node<op::determinant<true>>(std::forward<A>(a));
+auto log_determinant(const A& a) {
+    return make_node<op::determinant<true>>(a);
 }
 /// The solution X of a X = b, for a square [n, n] and b [n, k] (a tf::error at
 /// run time when a is singular).
 template <expression A, expression B>
-auto solve(A&& a, B&& b) {
-    return make_node<op::solve>(std::forward<A>(a), std::forward<B>(b));
+auto solve(const A& a, const B& b) {
+    return make_node<op::solve>(a, b);
 }
 
 // ---- vector-Jacobian products (built from ops, so they differentiate again) ----

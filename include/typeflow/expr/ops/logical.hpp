@@ -12,19 +12,19 @@ TYPEFLOW_UNARY_OP(logical_not, logical, a == false)
 
 /// Element-wise a AND b on bool tensors.
 template <class A, class B> requires binary_operands<A, B>
-auto logical_and(A&& a, B&& b) { return make_binary<op::logical_and>(std::forward<A>(a), std::forward<B>(b)); }
+auto logical_and(const A& a, const B& b) { return make_binary<op::logical_and>(a, b); }
 /// Element-wise a OR b on bool tensors.
 template <class A, class B> requires binary_operands<A, B>
-auto logical_or(A&& a, B&& b) { return make_binary<op::logical_or>(std::forward<A>(a), std::forward<B>(b)); }
+auto logical_or(const A& a, const B& b) { return make_binary<op::logical_or>(a, b); }
 /// Element-wise NOT a on a bool tensor.
 template <expression A>
-auto logical_not(A&& a) { return make_node<op::logical_not>(std::forward<A>(a)); }
+auto logical_not(const A& a) { return make_node<op::logical_not>(a); }
 template <class A, class B> requires binary_operands<A, B>
-auto operator&&(A&& a, B&& b) { return logical_and(std::forward<A>(a), std::forward<B>(b)); }
+auto operator&&(const A& a, const B& b) { return logical_and(a, b); }
 template <class A, class B> requires binary_operands<A, B>
-auto operator||(A&& a, B&& b) { return logical_or(std::forward<A>(a), std::forward<B>(b)); }
+auto operator||(const A& a, const B& b) { return logical_or(a, b); }
 template <expression A>
-auto operator!(A&& a) { return logical_not(std::forward<A>(a)); }
+auto operator!(const A& a) { return logical_not(a); }
 
 template <> struct gradient<op::logical_and> : no_gradient {};
 template <> struct gradient<op::logical_or> : no_gradient {};

@@ -20,27 +20,27 @@ TYPEFLOW_UNARY_OP(relu, numeric, a.max(typename std::remove_cvref_t<decltype(a)>
 }  // namespace op
 
 /// e^x, element-wise.
-template <expression A> auto exp(A&& a) { return make_node<op::exp>(std::forward<A>(a)); }
+template <expression A> auto exp(const A& a) { return make_node<op::exp>(a); }
 /// Natural logarithm, element-wise.
-template <expression A> auto log(A&& a) { return make_node<op::log>(std::forward<A>(a)); }
+template <expression A> auto log(const A& a) { return make_node<op::log>(a); }
 /// Square root, element-wise.
-template <expression A> auto sqrt(A&& a) { return make_node<op::sqrt>(std::forward<A>(a)); }
+template <expression A> auto sqrt(const A& a) { return make_node<op::sqrt>(a); }
 /// 1 / sqrt(x), element-wise.
-template <expression A> auto rsqrt(A&& a) { return make_node<op::rsqrt>(std::forward<A>(a)); }
+template <expression A> auto rsqrt(const A& a) { return make_node<op::rsqrt>(a); }
 /// 1 / (1 + e^-x), element-wise.
-template <expression A> auto sigmoid(A&& a) { return make_node<op::sigmoid>(std::forward<A>(a)); }
+template <expression A> auto sigmoid(const A& a) { return make_node<op::sigmoid>(a); }
 /// Hyperbolic tangent, element-wise.
-template <expression A> auto tanh(A&& a) { return make_node<op::tanh>(std::forward<A>(a)); }
+template <expression A> auto tanh(const A& a) { return make_node<op::tanh>(a); }
 /// Cosine, element-wise.
-template <expression A> auto cos(A&& a) { return make_node<op::cos>(std::forward<A>(a)); }
+template <expression A> auto cos(const A& a) { return make_node<op::cos>(a); }
 /// Sine, element-wise.
-template <expression A> auto sin(A&& a) { return make_node<op::sin>(std::forward<A>(a)); }
+template <expression A> auto sin(const A& a) { return make_node<op::sin>(a); }
 /// |x|, element-wise.
-template <expression A> auto abs(A&& a) { return make_node<op::abs>(std::forward<A>(a)); }
+template <expression A> auto abs(const A& a) { return make_node<op::abs>(a); }
 /// x * x, element-wise.
-template <expression A> auto square(A&& a) { return make_node<op::square>(std::forward<A>(a)); }
+template <expression A> auto square(const A& a) { return make_node<op::square>(a); }
 /// max(x, 0), element-wise.
-template <expression A> auto relu(A&& a) { return make_node<op::relu>(std::forward<A>(a)); }
+template <expression A> auto relu(const A& a) { return make_node<op::relu>(a); }
 
 // ---- vector-Jacobian products (abs: sign(0) = 0; relu: 0 at 0) ----
 template <>

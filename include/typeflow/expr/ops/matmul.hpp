@@ -88,8 +88,8 @@ struct matmul {
 /// Matrix product of the last two axes; leading (batch) axes must match, or
 /// one operand is 2-D and is applied to every batch.
 template <expression A, expression B, bool TA = false, bool TB = false>
-auto matmul(A&& a, B&& b, transpose_flags<TA, TB> = {}) {
-    return make_node<op::matmul<TA, TB>>(std::forward<A>(a), std::forward<B>(b));
+auto matmul(const A& a, const B& b, transpose_flags<TA, TB> = {}) {
+    return make_node<op::matmul<TA, TB>>(a, b);
 }
 
 /// matmul: dA = g B^T, dB = A^T g (with the transpose flags folded in); a 2-D

@@ -126,21 +126,21 @@ struct sigmoid_cross_entropy {};
 
 /// exp(x) / sum(exp(x)) along Axis (default: the last), computed stably.
 template <index_t Axis = -1, expression A>
-auto softmax(A&& a) {
-    return make_node<op::softmax_along<false, Axis>>(std::forward<A>(a));
+auto softmax(const A& a) {
+    return make_node<op::softmax_along<false, Axis>>(a);
 }
 /// log(softmax(x)) along Axis (default: the last), computed stably.
 template <index_t Axis = -1, expression A>
-auto log_softmax(A&& a) {
-    return make_node<op::softmax_along<true, Axis>>(std::forward<A>(a));
+auto log_softmax(const A& a) {
+    return make_node<op::softmax_along<true, Axis>>(a);
 }
 /// The labels (int32 or int64, any shape) as one-hot vectors of Depth
 /// elements of dtype T along a new last axis; a label outside [0, Depth) is a
 /// tf::error at run time. No gradient flows through it.
 template <index_t Depth, value_type_c T = float, expression L>
     requires numeric_c<T>
-auto one_hot(L&& labels) {
-    return make_node<op::one_hot<Depth, T>>(std::forward<L>(labels));
+auto one_hot(const L& labels) {
+    return make_node<op::one_hot<Depth, T>>(labels);
 }
 
 /// Per-example cross entropy between the class distribution `labels` and

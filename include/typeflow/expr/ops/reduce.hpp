@@ -86,35 +86,35 @@ struct arg_reduce {
 
 /// Sum over Axes (all when none are given): sum<1>(x), sum<0, 1>(x, keepdims).
 template <index_t... Axes, expression A>
-auto sum(A&& a) { return make_node<op::reduce<reduction::sum, false, Axes...>>(std::forward<A>(a)); }
+auto sum(const A& a) { return make_node<op::reduce<reduction::sum, false, Axes...>>(a); }
 template <index_t... Axes, expression A>
-auto sum(A&& a, keepdims_t) { return make_node<op::reduce<reduction::sum, true, Axes...>>(std::forward<A>(a)); }
+auto sum(const A& a, keepdims_t) { return make_node<op::reduce<reduction::sum, true, Axes...>>(a); }
 /// Mean over Axes (integer tensors: the truncated integer mean).
 template <index_t... Axes, expression A>
-auto mean(A&& a) { return make_node<op::reduce<reduction::mean, false, Axes...>>(std::forward<A>(a)); }
+auto mean(const A& a) { return make_node<op::reduce<reduction::mean, false, Axes...>>(a); }
 template <index_t... Axes, expression A>
-auto mean(A&& a, keepdims_t) { return make_node<op::reduce<reduction::mean, true, Axes...>>(std::forward<A>(a)); }
+auto mean(const A& a, keepdims_t) { return make_node<op::reduce<reduction::mean, true, Axes...>>(a); }
 /// Largest element over Axes.
 template <index_t... Axes, expression A>
-auto max(A&& a) { return make_node<op::reduce<reduction::max, false, Axes...>>(std::forward<A>(a)); }
+auto max(const A& a) { return make_node<op::reduce<reduction::max, false, Axes...>>(a); }
 template <index_t... Axes, expression A>
-auto max(A&& a, keepdims_t) { return make_node<op::reduce<reduction::max, true, Axes...>>(std::forward<A>(a)); }
+auto max(const A& a, keepdims_t) { return make_node<op::reduce<reduction::max, true, Axes...>>(a); }
 /// Smallest element over Axes.
 template <index_t... Axes, expression A>
-auto min(A&& a) { return make_node<op::reduce<reduction::min, false, Axes...>>(std::forward<A>(a)); }
+auto min(const A& a) { return make_node<op::reduce<reduction::min, false, Axes...>>(a); }
 template <index_t... Axes, expression A>
-auto min(A&& a, keepdims_t) { return make_node<op::reduce<reduction::min, true, Axes...>>(std::forward<A>(a)); }
+auto min(const A& a, keepdims_t) { return make_node<op::reduce<reduction::min, true, Axes...>>(a); }
 /// Product over Axes.
 template <index_t... Axes, expression A>
-auto prod(A&& a) { return make_node<op::reduce<reduction::prod, false, Axes...>>(std::forward<A>(a)); }
+auto prod(const A& a) { return make_node<op::reduce<reduction::prod, false, Axes...>>(a); }
 template <index_t... Axes, expression A>
-auto prod(A&& a, keepdims_t) { return make_node<op::reduce<reduction::prod, true, Axes...>>(std::forward<A>(a)); }
+auto prod(const A& a, keepdims_t) { return make_node<op::reduce<reduction::prod, true, Axes...>>(a); }
 /// Index (int64) of the largest element along Axis; the first one on ties.
 template <index_t Axis, expression A>
-auto argmax(A&& a) { return make_node<op::arg_reduce<true, Axis>>(std::forward<A>(a)); }
+auto argmax(const A& a) { return make_node<op::arg_reduce<true, Axis>>(a); }
 /// Index (int64) of the smallest element along Axis; the first one on ties.
 template <index_t Axis, expression A>
-auto argmin(A&& a) { return make_node<op::arg_reduce<false, Axis>>(std::forward<A>(a)); }
+auto argmin(const A& a) { return make_node<op::arg_reduce<false, Axis>>(a); }
 
 namespace detail {
 // g (a reduction's output or adjoint) with the reduced axes of a rank-R input

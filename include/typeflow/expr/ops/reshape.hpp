@@ -148,13 +148,13 @@ struct squeeze {
 
 /// Same elements with extents D...; one extent may be -1 (inferred).
 template <index_t... D, expression A>
-auto reshape(A&& a) { return make_node<op::reshape<D...>>(std::forward<A>(a)); }
+auto reshape(const A& a) { return make_node<op::reshape<D...>>(a); }
 /// Inserts an axis of extent 1 at Axis (negative counts from the end).
 template <index_t Axis, expression A>
-auto expand_dims(A&& a) { return make_node<op::expand_dims<Axis>>(std::forward<A>(a)); }
+auto expand_dims(const A& a) { return make_node<op::expand_dims<Axis>>(a); }
 /// Removes the given axes of extent 1 (all static extents of 1 when none are given).
 template <index_t... Axes, expression A>
-auto squeeze(A&& a) { return make_node<op::squeeze<Axes...>>(std::forward<A>(a)); }
+auto squeeze(const A& a) { return make_node<op::squeeze<Axes...>>(a); }
 
 /// Views: the gradient gets the input's extents back.
 template <index_t... D>

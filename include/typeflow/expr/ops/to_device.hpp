@@ -18,8 +18,8 @@ struct to {
 
 /// The value of e, placed on device To.
 template <device_c To, expression A>
-auto to(A&& a) {
-    return make_node<op::to<To>>(std::forward<A>(a));
+auto to(const A& a) {
+    return make_node<op::to<To>>(a);
 }
 
 /// to<D>: the gradient moves back to the input's device.

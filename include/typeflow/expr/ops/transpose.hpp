@@ -53,14 +53,14 @@ struct reversed_permute<std::index_sequence<I...>> {
 /// Permutes axes: output axis i is input axis P[i].
 template <std::size_t... P, expression A>
     requires(sizeof...(P) > 0)
-auto transpose(A&& a) {
-    return make_node<op::permute<P...>>(std::forward<A>(a));
+auto transpose(const A& a) {
+    return make_node<op::permute<P...>>(a);
 }
 /// Reverses the axes (the matrix transpose for 2-D tensors).
 template <expression A>
-auto transpose(A&& a) {
+auto transpose(const A& a) {
     using P = typename op::reversed_permute<std::make_index_sequence<shape_t<A>::rank>>::type;
-    return make_node<P>(std::forward<A>(a));
+    return make_node<P>(a);
 }
 
 /// transpose: the gradient is transposed back by the inverse permutation.

@@ -27,15 +27,15 @@ struct where {
 /// Element-wise `cond ? a : b` with broadcasting; cond is a bool tensor.
 template <expression C, class A, class B>
     requires binary_operands<A, B>
-auto where(C&& cond, A&& a, B&& b) {
+auto where(const C& cond, const A& a, const B& b) {
     if constexpr (expression<A> && expression<B>) {
-        return make_node<op::where>(std::forward<C>(cond), std::forward<A>(a), std::forward<B>(b));
+        return make_node<op::where>(cond, a, b);
     } else if constexpr (expression<A>) {
-        return make_node<op::where>(std::forward<C>(cond), std::forward<A>(a),
+        return make_node<op::where>(cond, a,
                                     as_operand<value_type_t<A>, device_t<A>>(b));
     } else {
-        return make_node<op::where>(std::forward<C>(cond), as_operand<value_type_t<B>, device_t<B>>(a),
-                                    std::forward<B>(b));
+        return make_node<op::where>(cond, as_operand<value_type_t<B>, device_t<B>>(a),
+                                    b);
     }
 }
 
