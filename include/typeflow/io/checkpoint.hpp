@@ -361,8 +361,8 @@ public:
             }
         }
         if (!problems.empty()) {
-            std::string msg = where().substr(0, where().size() - 2) + ":";
-            for (const auto& p : problems) msg += "\n  " + p;
+            std::string msg;
+            for (const auto& p : problems) msg += (msg.empty() ? "" : "\n  ") + where() + p;
             throw error(msg);
         }
     }
