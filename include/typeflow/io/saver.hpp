@@ -193,6 +193,10 @@ public:
         return n;
     }
     std::size_t size() const noexcept { return entries_.size(); }
+    /// True when a tensor of this name is saved.
+    bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+    /// The tensors it saves, as they are now (sorted by name; views, no copies).
+    std::vector<tensor_source> tensors() const { return sources(std::nullopt); }
 
     /// Writes checkpoint "<dir>/<basename>-<step>" (creating dir), atomically,
     /// then deletes the oldest checkpoints beyond max_to_keep. Returns the path
