@@ -13,6 +13,7 @@
 
 namespace tf = typeflow;
 
+// readme-begin
 const tf::placeholder<"x", double, tf::shape<tf::dyn, 2>> x;
 const tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
 
@@ -45,6 +46,7 @@ std::int64_t job(const std::string& ckpt_dir, const std::string& log_dir, std::i
                 W.value()[0], W.value()[1], b.value()[0]);
     return start;
 }
+// readme-end
 
 int main() {
     const std::string root = "io_checkpoint_example";
