@@ -40,7 +40,7 @@ std::int64_t job(const std::string& ckpt_dir, const std::string& log_dir, std::i
     tf::tensor<double> xs({4, 2}, {0, 0, 1, 0, 0, 1, 1, 1});
     tf::tensor<double> ys({4, 1}, {1, 4, -1, 2});
     while (!session.should_stop())
-        session.run(tf::train::fetch_names{"loss", "train"}, tf::fetch(loss, train), tf::feed(x, xs), tf::feed(y, ys));
+        session.run(tf::train::fetch_names{"loss"}, tf::fetch(loss, train), tf::feed(x, xs), tf::feed(y, ys));
     session.close();  // saves the last step
     std::printf("job: stopped at step %lld, W = [%.4f, %.4f], b = %.4f\n", static_cast<long long>(session.step()),
                 W.value()[0], W.value()[1], b.value()[0]);

@@ -50,11 +50,15 @@ struct tensor_ref {
 };
 
 /// Names of the fetched values, as hooks see them ("fetch:<i>" otherwise).
+/// The logging and summary hooks report only named values.
 struct fetch_names {
     std::vector<std::string> names;
     fetch_names() = default;
     fetch_names(std::initializer_list<std::string> n) : names(n) {}
 };
+
+/// True for a fetched value the caller named (see fetch_names).
+inline bool named(const tensor_ref& t) { return !t.name.empty() && t.name.rfind("fetch:", 0) != 0; }
 
 /// What a hook sees: the global step, the fetched values of the last run
 /// (empty in begin and end) and the saver's variables.
@@ -93,7 +97,7 @@ public:
         const double secs = std::chrono::duration<double>(now - last_time_).count();
         *os_ << "step " << c.step;
         for (const auto& t : c.fetched)
-            if (t.size() == 1) *os_ << ", " << t.name << " = " << t.at(0);
+            if (t.size() == 1 && named(t)) *os_ << ", " << t.name << " = " << t.at(0);
         if (secs > 0) *os_ << " (" << static_cast<double>(c.step - last_step_) / secs << " steps/s)";
         *os_ << '\n';
         last_step_ = c.step;
@@ -159,7 +163,7 @@ public:
     void after_run(hook_context& c) override {
         if (every_ <= 0 || c.step % every_ != 0) return;
         for (const auto& t : c.fetched)
-            if (t.size() == 1 && t.dtype != dtype::boolean) w_->scalar(t.name, t.at(0), c.step);
+            if (t.size() == 1 && t.dtype != dtype::boolean && named(t)) w_->scalar(t.name, t.at(0), c.step);
         if (histograms_)
             for (const auto& s : c.variables.tensors()) {
                 if (s.dtype != dtype::float32 && s.dtype != dtype::float64) continue;
