@@ -435,6 +435,19 @@ private:
             throw error(where() + "the file is truncated in its table of contents (after tensor " + last + ")");
         }
         data_start_ = is_->tellg();
+        if (!index_) {  // every tensor's bytes must lie inside the file (checked before anyone allocates them)
+            is_->seekg(0, std::ios::end);
+            const auto size = static_cast<std::uint64_t>(is_->tellg());
+            std::uint64_t end = static_cast<std::uint64_t>(data_start_);
+            for (const auto& t : infos_) {
+                end += t.bytes;
+                if (end > size)
+                    throw error(where() + "tensor " + detail::quoted(t.name) + ": the file is truncated (" +
+                                std::to_string(t.bytes) + " bytes of data expected, the file ends " +
+                                std::to_string(end - size) + " bytes short)");
+            }
+            is_->seekg(data_start_);
+        }
     }
 
     void open_json() {
