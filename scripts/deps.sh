@@ -23,6 +23,8 @@ PACKAGES=(
   libopenmpi-dev    # benchmark peer: Open MPI over TCP
   openmpi-bin
   python3           # all-reduce benchmark driver
+  # tf::io: the TensorBoard reader check (tests/io) pip-installs tensorboard into a venv
+  python3-venv
 )
 
 missing=()
