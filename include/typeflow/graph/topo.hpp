@@ -74,11 +74,7 @@ inline constexpr bool is_assign_v = false;
 template <class N>
     requires requires { N::op::is_assign; }
 inline constexpr bool is_assign_v<N> = N::op::is_assign;
-/// (Kept for callers written against the function form.)
-template <class N>
-constexpr bool is_assign_node() {
-    return is_assign_v<N>;
-}
+
 
 /// The keys of a node's children (see meta::type_key), in order.
 template <class N, class L = typename N::children_list>

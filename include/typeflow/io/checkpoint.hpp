@@ -121,37 +121,18 @@ inline std::string quoted(std::string_view s) { return "'" + std::string(s) + "'
 template <class Ar>
 void save_json_values(Ar& ar, const tensor_info& t, const void* data) {
     const auto n = static_cast<std::size_t>(t.bytes / dtype_size(t.dtype));
+    // each dtype widened to the JSON number type that holds it exactly
+    auto put = [&]<class From, class To>() {
+        const auto* p = static_cast<const From*>(data);
+        std::vector<To> v(p, p + n);
+        ar(cereal::make_nvp("values", v));
+    };
     switch (t.dtype) {
-        case dtype::float32: {
-            const auto* p = static_cast<const float*>(data);
-            std::vector<double> v(p, p + n);
-            ar(cereal::make_nvp("values", v));
-            break;
-        }
-        case dtype::float64: {
-            const auto* p = static_cast<const double*>(data);
-            std::vector<double> v(p, p + n);
-            ar(cereal::make_nvp("values", v));
-            break;
-        }
-        case dtype::int32: {
-            const auto* p = static_cast<const std::int32_t*>(data);
-            std::vector<std::int64_t> v(p, p + n);
-            ar(cereal::make_nvp("values", v));
-            break;
-        }
-        case dtype::int64: {
-            const auto* p = static_cast<const std::int64_t*>(data);
-            std::vector<std::int64_t> v(p, p + n);
-            ar(cereal::make_nvp("values", v));
-            break;
-        }
-        case dtype::boolean: {
-            const auto* p = static_cast<const bool*>(data);
-            std::vector<bool> v(p, p + n);
-            ar(cereal::make_nvp("values", v));
-            break;
-        }
+        case dtype::float32: put.template operator()<float, double>(); break;
+        case dtype::float64: put.template operator()<double, double>(); break;
+        case dtype::int32: put.template operator()<std::int32_t, std::int64_t>(); break;
+        case dtype::int64: put.template operator()<std::int64_t, std::int64_t>(); break;
+        case dtype::boolean: put.template operator()<bool, bool>(); break;
     }
 }
 template <class T, class V>

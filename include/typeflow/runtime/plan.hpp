@@ -127,7 +127,6 @@ protected:
         fetch f;
         f.node = node;
         f.id = desc_[node].pure ? nullptr : desc_[node].identity(obj);
-        f.obj = obj;
         f.result = result;
         f.fns = fns;
         f.primary = k;
@@ -240,7 +239,6 @@ private:
     struct fetch {
         std::size_t node = 0;
         const void* id = nullptr;  // null for a pure node (identified by its type)
-        const void* obj = nullptr;
         void* result = nullptr;  // the tensor<T> returned for it
         const result_fns* fns = nullptr;
         std::size_t primary = 0;  // the first fetch of the same node

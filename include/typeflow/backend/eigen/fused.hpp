@@ -176,10 +176,6 @@ void run_blocks(const region_layout& lay, const void* const* base, T* out) {
 }
 }  // namespace detail
 
-/// Number of operands (leaves and materialised inputs) of the region rooted at R.
-template <class G, class R>
-inline constexpr std::size_t region_operands = detail::operand_count<G, R>::value;
-
 /// The canonical form of the region rooted at R (its op structure over operand
 /// positions): the type that selects the region's Eigen loop.
 template <class G, class R>
