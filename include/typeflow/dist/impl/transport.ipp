@@ -183,6 +183,8 @@ struct transport_impl {
         rank = spec.rank();
         size = spec.size();
         secret = spec.effective_secret();
+        if (const char* e = std::getenv("TYPEFLOW_CALLER_READ_BYTES")) opt.caller_read_bytes = std::strtoull(e, nullptr, 10); // XXX experiment
+        if (const char* e = std::getenv("TYPEFLOW_SPIN_US")) opt.spin_wait = std::chrono::microseconds(std::strtoull(e, nullptr, 10)); // XXX experiment
         for (int r = 0; r < size; ++r) {
             addresses.push_back(spec.address_of(r));
             names.push_back(spec.task_of(r).name() + " (rank " + std::to_string(r) + ", " + addresses.back() + ")");
@@ -1010,8 +1012,14 @@ struct transport_impl {
     }
 
     /// Any thread: queues receive `r` (delivering a buffered frame at once).
+    bool caller_reads(const req_state& r) const { return r.h.length <= opt.caller_read_bytes; }
+
     void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
-        p.caller_owned.store(true); // the caller reads this socket from now on (see pump)
+        if (caller_reads(*r)) p.caller_owned.store(true); // the caller reads this socket from now on (see pump)
+        else if (p.caller_owned.load()) { // a long frame: the I/O thread reads it
+            p.caller_owned.store(false);
+            asio::post(io, [&p] { p.wake->cancel(); });
+        }
         std::lock_guard lk(rq_mu);
         if (p.unexpected.empty() && p.goodbye_received.load())
             return fail_any("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
@@ -1297,12 +1305,20 @@ struct transport_impl {
             p.caller_owned.store(true);
             rx k = pump(p, false, &r);
             const int fd = p.sock->native_handle();
+            // Poll the socket without sleeping for spin_wait (yielding to
+            // other runnable threads), then sleep in poll().
+            const auto spin_until = clock::now() + opt.spin_wait;
             while (k == rx::again && !r.state.load(std::memory_order_acquire) && !failing_flag.load() &&
                    !p.goodbye_received.load()) {
                 const auto now = clock::now();
                 if (now >= deadline) {
                     unlock_rx(p);
                     wait_timed_out(r);
+                }
+                if (now < spin_until) {
+                    std::this_thread::yield();
+                    k = pump(p, false, &r);
+                    continue;
                 }
                 const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
                 pollfd pf{fd, POLLIN, 0};
@@ -1320,7 +1336,7 @@ struct transport_impl {
     }
 
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
-        if (!r->is_send && !r->state.load(std::memory_order_acquire) && r->peer >= 0 &&
+        if (!r->is_send && caller_reads(*r) && !r->state.load(std::memory_order_acquire) && r->peer >= 0 &&
             read_until(*peers[static_cast<std::size_t>(r->peer)], *r, deadline))
             return;
         // Spin briefly (small messages complete within microseconds), then sleep.
