@@ -183,8 +183,6 @@ struct transport_impl {
         rank = spec.rank();
         size = spec.size();
         secret = spec.effective_secret();
-        if (const char* e = std::getenv("TYPEFLOW_CALLER_READ_BYTES")) opt.caller_read_bytes = std::strtoull(e, nullptr, 10); // XXX experiment
-        if (const char* e = std::getenv("TYPEFLOW_SPIN_US")) opt.spin_wait = std::chrono::microseconds(std::strtoull(e, nullptr, 10)); // XXX experiment
         for (int r = 0; r < size; ++r) {
             addresses.push_back(spec.address_of(r));
             names.push_back(spec.task_of(r).name() + " (rank " + std::to_string(r) + ", " + addresses.back() + ")");
@@ -850,7 +848,16 @@ struct transport_impl {
                     p.st_end -= p.st_beg;
                     p.st_beg = 0;
                 }
-                const ssize_t n = ::recv(fd, st + p.st_end, stage_bytes - p.st_end, MSG_DONTWAIT);
+                // Read ahead into the staging buffer (a small frame's header
+                // and payload in one call), except when the next receive is
+                // long: then only the header, so its payload is read in place.
+                std::size_t want = stage_bytes - p.st_end;
+                {
+                    std::lock_guard lk(rq_mu);
+                    if (p.unexpected.empty() && !p.recvq.empty() && p.recvq.front()->h.length >= stage_bytes / 4)
+                        want = frame_header_size - p.st_end;
+                }
+                const ssize_t n = ::recv(fd, st + p.st_end, want, MSG_DONTWAIT);
                 if (n > 0) {
                     p.st_end += static_cast<std::size_t>(n);
                     touch(p);
