@@ -1,16 +1,16 @@
 #pragma once
 // Non-template implementation of typeflow::dist::transport (inline, Asio style).
 //
-// Threading: one I/O thread runs the io_context, reads every socket and owns
-// all per-peer state. Data frames are written by the calling thread itself
-// (scatter-gather `sendmsg` on the socket, polling for room when it is full),
-// so sends and receives run on two threads without a hand-off per frame;
+// Threading: one I/O thread runs the io_context (bootstrap, heartbeats,
+// control frames) and reads the sockets no caller has taken over. Data frames
+// are written by the calling thread itself (scatter-gather `sendmsg`, polling
+// for room when the socket is full, reading its own sockets meanwhile);
 // frames of the I/O thread (heartbeat, goodbye, control, abort) and the
-// caller's writes are serialized per peer by `peer_state::wmu`, which is held
-// for a whole frame so frames never interleave. Receives are posted by the
-// caller too (per-peer receive queues and buffered frames under `rq_mu`;
-// a buffered frame is copied out on the caller's thread); callers wait on
-// `cv` after a brief spin; completion is a flag in the request.
+// caller's writes are serialized per peer by `peer_state::wmu`, held for a
+// whole frame so frames never interleave. Receives are posted by the caller
+// (per-peer receive queues and buffered frames under `rq_mu`), which then
+// reads the peer's socket itself while it waits (`pump` under the per-peer
+// read lock `rmu`; see "reading" below). Completion is a flag in the request.
 
 #include <typeflow/dist/handshake.hpp>
 
@@ -1200,7 +1200,6 @@ struct transport_impl {
                     return give_up();
                 }
                 pollfd pf[max_poll];
-                peer_state* who[max_poll];
                 int nf = 1;
                 pf[0] = pollfd{fd, POLLOUT, 0};
                 for (auto& q : peers) {
@@ -1210,13 +1209,11 @@ struct transport_impl {
                     const rx k = pump(*q, false);
                     unlock_rx(*q);
                     if (k != rx::again) continue;
-                    who[nf] = q.get();
                     pf[nf++] = pollfd{q->sock->native_handle(), POLLIN, 0};
                 }
                 const int k = ::poll(pf, static_cast<nfds_t>(nf), 10);
                 if (k < 0 && errno != EINTR) break;
                 if (k > 0 && pf[0].revents) break;
-                (void)who;
             }
         }
         return true;
