@@ -48,8 +48,12 @@ for rnd in range(a.rounds):
             print("#", " ".join(c), file=sys.stderr, flush=True)
             p = subprocess.run(c, capture_output=True, text=True)
             if p.returncode != 0:
-                print(p.stdout, p.stderr, file=sys.stderr)
-                sys.exit(f"{impl} np={n} failed with {p.returncode}")
+                print(p.stdout[-2000:], p.stderr[-2000:], file=sys.stderr)
+                if impl == "typeflow":
+                    sys.exit(f"{impl} np={n} failed with {p.returncode}")
+                # A peer that fails (Gloo at 4 processes aborts now and then)
+                # loses this round only; its sizes that finished still count.
+                print(f"# WARNING: {impl} np={n} round {rnd + 1} failed with {p.returncode}", file=sys.stderr, flush=True)
             for m in pat.finditer(p.stdout):
                 k = (m[1], int(m[2]), int(m[3]))
                 v = dict(p50=float(m[4]), p99=float(m[5]), busbw=float(m[7]))

@@ -1,5 +1,6 @@
 // Transport: bootstrap, data exchange, refusal of bad input, mismatches,
 // deadlines, clean shutdown. In-process: each task runs on its own thread.
+#include <typeflow/dist/ring_collective.hpp>
 #include <typeflow/dist/transport.hpp>
 
 #include "test_support.hpp"
@@ -8,6 +9,7 @@
 
 #include <boost/asio.hpp>
 
+#include <cstring>
 #include <future>
 #include <numeric>
 #include <thread>
@@ -94,10 +96,15 @@ TEST_CASE("a payload whose receive is posted first lands in place; an early one 
     CHECK(b == a);
     CHECK(ts[1]->stats().data_frames_received == 1);
     CHECK(ts[1]->stats().unexpected_frames == 0);
+    std::fill(b.begin(), b.end(), 0);
     ts[0]->wait(ts[0]->send(1, slice(e, 2, 4096, 0, 4096), a.data()), soon());
     std::this_thread::sleep_for(20ms);
     ts[1]->wait(ts[1]->recv(0, slice(e, 2, 4096, 0, 4096), b.data()), soon());
-    CHECK(ts[1]->stats().unexpected_frames == 1);
+    CHECK(b == a);
+    // The caller that waited last still reads this socket itself, so the
+    // early frame usually stays in the socket until its receive is posted
+    // and lands in place; if the I/O thread read it first it is copied once.
+    CHECK(ts[1]->stats().unexpected_frames <= 1);
     CHECK(ts[0]->stats().data_frames_sent == 2);
 }
 
@@ -328,4 +335,25 @@ TEST_CASE("a multi-task cluster without a secret is refused") {
     specs[0].secret.clear();
     ::unsetenv("TYPEFLOW_SECRET");
     CHECK_THROWS_WITH(transport(specs[0]), Contains("no shared secret"));
+}
+
+TEMPLATE_TEST_CASE("the vectorised sum/mean kernel gives the scalar loop's bits, in place too", "", float, double,
+                   std::int32_t, std::int64_t, std::uint8_t) {
+    using T = TestType;
+    std::uint32_t x = 12345;
+    auto next = [&] { return x = x * 1664525u + 1013904223u; };
+    for (std::size_t n : {0, 1, 7, 15, 16, 17, 63, 64, 65, 1000, 4099})
+        for (bool mean : {false, true}) {
+            std::vector<T> a(n), b(n), out(n), ref(n);
+            for (auto& v : a) v = static_cast<T>(static_cast<T>(next() % 1000) / static_cast<T>(3));
+            for (auto& v : b) v = static_cast<T>(static_cast<T>(next() % 1000) / static_cast<T>(7));
+            for (std::size_t i = 0; i < n; ++i) {
+                const T s = static_cast<T>(a[i] + b[i]);
+                ref[i] = mean ? static_cast<T>(s / static_cast<T>(3)) : s;
+            }
+            detail::reduce_typed<T>(reduce_op::sum, out.data(), a.data(), b.data(), n, mean, 3);
+            CHECK(std::memcmp(out.data(), ref.data(), n * sizeof(T)) == 0);
+            detail::reduce_typed<T>(reduce_op::sum, a.data(), a.data(), b.data(), n, mean, 3);
+            CHECK(std::memcmp(a.data(), ref.data(), n * sizeof(T)) == 0);
+        }
 }

@@ -21,6 +21,11 @@ struct transport_options {
     /// A wait spins (yielding) this long before it sleeps; lowers latency of
     /// small messages at the cost of CPU.
     std::chrono::microseconds spin_wait{20};
+    /// Frames of at most this many bytes are read from the socket by the
+    /// thread that waits for them (no hand-off between threads; default:
+    /// every frame); longer frames are read by the I/O thread, overlapping
+    /// with the caller's reductions and sends (can help with spare cores).
+    std::size_t caller_read_bytes = ~std::size_t{0};
     /// Largest payload of one frame; longer frames are refused.
     std::size_t max_frame_bytes = std::size_t{64} << 20;
     /// Collectives cut buffers into frames of at most this many bytes.

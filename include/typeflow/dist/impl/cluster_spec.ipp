@@ -208,6 +208,8 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
                 else if (ok == "max_frame_bytes") opt.max_frame_bytes = static_cast<std::size_t>(n);
                 else if (ok == "segment_bytes") opt.segment_bytes = static_cast<std::size_t>(n);
                 else if (ok == "max_unexpected_bytes") opt.max_unexpected_bytes = static_cast<std::size_t>(n);
+                else if (ok == "caller_read_bytes") opt.caller_read_bytes = static_cast<std::size_t>(n);
+                else if (ok == "spin_wait_us") opt.spin_wait = std::chrono::microseconds(n);
                 else throw error(origin + ": options: unknown key \"" + ok + "\"");
             }
             if (spec.options.segment_bytes > spec.options.max_frame_bytes)

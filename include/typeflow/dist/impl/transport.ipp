@@ -1,16 +1,16 @@
 #pragma once
 // Non-template implementation of typeflow::dist::transport (inline, Asio style).
 //
-// Threading: one I/O thread runs the io_context, reads every socket and owns
-// all per-peer state. Data frames are written by the calling thread itself
-// (scatter-gather `sendmsg` on the socket, polling for room when it is full),
-// so sends and receives run on two threads without a hand-off per frame;
+// Threading: one I/O thread runs the io_context (bootstrap, heartbeats,
+// control frames) and reads the sockets no caller has taken over. Data frames
+// are written by the calling thread itself (scatter-gather `sendmsg`, polling
+// for room when the socket is full, reading its own sockets meanwhile);
 // frames of the I/O thread (heartbeat, goodbye, control, abort) and the
-// caller's writes are serialized per peer by `peer_state::wmu`, which is held
-// for a whole frame so frames never interleave. Receives are posted by the
-// caller too (per-peer receive queues and buffered frames under `rq_mu`;
-// a buffered frame is copied out on the caller's thread); callers wait on
-// `cv` after a brief spin; completion is a flag in the request.
+// caller's writes are serialized per peer by `peer_state::wmu`, held for a
+// whole frame so frames never interleave. Receives are posted by the caller
+// (per-peer receive queues and buffered frames under `rq_mu`), which then
+// reads the peer's socket itself while it waits (`pump` under the per-peer
+// read lock `rmu`; see "reading" below). Completion is a flag in the request.
 
 #include <typeflow/dist/handshake.hpp>
 
@@ -88,7 +88,7 @@ struct peer_state {
     std::size_t unexpected_bytes = 0;
     std::atomic<bool> parked{false}; // written under rq_mu
     std::unique_ptr<asio::steady_timer> wake;
-    clock::time_point last_recv{};
+    std::atomic<clock::rep> last_recv{0}; // time_since_epoch of the last bytes read
     std::atomic<clock::rep> last_send{0}; // time_since_epoch of the last completed write
     bool joined = false; // chief: JOIN received
     bool goodbye_sent = false;
@@ -101,7 +101,27 @@ struct peer_state {
     std::atomic<bool> io_write_wanted{false}; // the I/O thread has frames queued behind a caller's write
     bool abort_sent = false; // I/O thread
     std::atomic<bool> eof{false};
+
+    // Reading (see transport_impl::pump). The parser state below belongs to
+    // whoever holds rmu: a caller waiting for a frame from this peer, or the
+    // I/O thread.
+    std::mutex rmu;
+    std::atomic<bool> caller_owned{false};   // a caller reads this socket; the I/O thread stands back
+    std::atomic<bool> io_read_wanted{false}; // the I/O thread found rmu taken and waits to be woken
+    std::atomic<bool> rx_closed{false};      // end of stream or failure seen: nobody reads again
+    std::unique_ptr<std::byte[]> stage;      // bytes read ahead of the current frame
+    std::size_t st_beg = 0, st_end = 0;
+    int rx_mode = 0;                         // rx_mode_*
+    frame_header rx_h;                       // current frame
+    std::byte* rx_dst = nullptr;             // where its payload goes
+    std::size_t rx_got = 0;                  // payload bytes read so far
+    std::shared_ptr<req_state> rx_req;       // rx_mode_deliver: the receive being filled
+    unexpected_frame rx_u;                   // rx_mode_unexpected: the buffer being filled
+    std::vector<std::byte> rx_ctl;           // rx_mode_ctl: control or abort payload
 };
+
+inline constexpr int rx_mode_header = 0, rx_mode_deliver = 1, rx_mode_unexpected = 2, rx_mode_ctl = 3,
+                     rx_mode_pending = 4; // header parsed, frame waits for room (parked)
 
 /// Bootstrap control message (Cereal, portable binary).
 struct control_msg {
@@ -566,8 +586,9 @@ struct transport_impl {
         error_code ec;
         s->set_option(tcp::no_delay(true), ec);
         p.sock = std::move(s);
-        p.last_recv = clock::now();
-        p.last_send.store(p.last_recv.time_since_epoch().count());
+        p.stage = std::make_unique_for_overwrite<std::byte[]>(stage_bytes);
+        touch(p);
+        p.last_send.store(p.last_recv.load());
         asio::co_spawn(io, reader(p), asio::detached);
         check_ready();
     }
@@ -666,92 +687,287 @@ struct transport_impl {
              describe(got));
     }
 
+    // ---- reading (whoever holds peer_state::rmu) ---------------------------------
+    //
+    // Every connection is read by one incremental parser per peer (`pump`),
+    // run by whichever thread holds the peer's read lock `rmu`: the calling
+    // thread while it waits for a receive from that peer (or waits for room
+    // to write while it owns the peer), else the I/O thread. A caller that
+    // posts a receive takes the peer over (`caller_owned`); the I/O thread
+    // then stops watching that socket (after at most one wake-up) until the
+    // heartbeat tick, a shutdown or a failure hands it back. So in steady
+    // state a collective's frames are read by the thread that needs them,
+    // with no hand-off between threads.
+
+    enum class rx { again, parked, stop };
+
+    static constexpr std::size_t stage_bytes = 64 * 1024;
+
+    void touch(peer_state& p) { p.last_recv.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed); }
+
+    /// The reader saw end of stream or an error (any thread).
+    rx rx_lost(peer_state& p, const error_code& ec, bool on_io) {
+        p.rx_closed.store(true);
+        if (on_io) peer_lost(p, ec);
+        else asio::post(io, [this, &p, ec] { peer_lost(p, ec); });
+        return rx::stop;
+    }
+
+    rx rx_fail(peer_state& p, const std::string& why, bool on_io) {
+        p.rx_closed.store(true);
+        if (on_io) fail(why);
+        else asio::post(io, [this, why] { fail(why); });
+        return rx::stop;
+    }
+
+    /// Holding p.rmu: a header was parsed; decides where its payload goes.
+    rx begin_frame(peer_state& p, bool on_io) {
+        const auto& h = p.rx_h;
+        switch (h.type) {
+        case frame_type::heartbeat: p.rx_mode = rx_mode_header; return rx::again;
+        case frame_type::goodbye:
+            p.goodbye_received = true;
+            p.rx_mode = rx_mode_header;
+            if (on_io) {
+                if (!p.goodbye_sent) send_goodbye(p);
+            } else {
+                asio::post(io, [this, &p] {
+                    if (!p.goodbye_sent && !failing) send_goodbye(p);
+                });
+            }
+            notify();
+            return rx::again;
+        case frame_type::abort:
+        case frame_type::control:
+            p.rx_ctl.resize(h.length);
+            p.rx_dst = p.rx_ctl.data();
+            p.rx_got = 0;
+            p.rx_mode = rx_mode_ctl;
+            return rx::again;
+        case frame_type::data: break;
+        default: return rx_fail(p, p.name + " sent an unexpected " + std::string(name_of(h.type)) + " frame", on_io);
+        }
+        if (!epoch_known || h.epoch != epoch)
+            return rx_fail(p, p.name + " sent data of epoch " + std::to_string(h.epoch) + ", current epoch " + std::to_string(epoch),
+                           on_io);
+        std::unique_lock lk(rq_mu);
+        if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
+            // While this frame is read in place, `unexpected` stays empty
+            // (only the holder of rmu fills it), so a caller posting
+            // receives meanwhile delivers nothing and the front stays put.
+            auto& req = p.recvq.front();
+            if (!same_op(req->h, h)) {
+                const std::string why = "mismatched collective with " + p.name + ": this task expects " + describe(req->h) +
+                                        ", the peer sent " + describe(h);
+                lk.unlock();
+                return rx_fail(p, why, on_io);
+            }
+            p.rx_req = req;
+            p.rx_dst = static_cast<std::byte*>(req->dst);
+            p.rx_got = 0;
+            p.rx_mode = rx_mode_deliver;
+            p.parked = false;
+            return rx::again;
+        }
+        if (p.unexpected_bytes + h.length <= opt.max_unexpected_bytes) {
+            lk.unlock();
+            p.rx_u = unexpected_frame{h, std::make_unique_for_overwrite<std::byte[]>(h.length)};
+            p.rx_dst = p.rx_u.data.get();
+            p.rx_got = 0;
+            p.rx_mode = rx_mode_unexpected;
+            p.parked = false;
+            return rx::again;
+        }
+        // Too much buffered: stop reading until a receive is posted (deliver()
+        // then wakes the reader; parked is set under rq_mu). The header is
+        // kept and looked at again then.
+        p.parked = true;
+        p.rx_mode = rx_mode_pending;
+        return rx::parked;
+    }
+
+    /// Holding p.rmu: the current frame's payload is complete.
+    rx end_frame(peer_state& p, bool on_io) {
+        const auto mode = p.rx_mode;
+        p.rx_mode = rx_mode_header;
+        if (mode == rx_mode_deliver) {
+            std::shared_ptr<req_state> req = std::move(p.rx_req);
+            {
+                std::lock_guard lk(rq_mu);
+                p.recvq.pop_front();
+            }
+            n_received.fetch_add(1, std::memory_order_relaxed);
+            complete(req);
+        } else if (mode == rx_mode_unexpected) {
+            std::lock_guard lk(rq_mu);
+            p.unexpected_bytes += p.rx_h.length;
+            p.unexpected.push_back(std::move(p.rx_u));
+            n_unexpected.fetch_add(1, std::memory_order_relaxed);
+            n_received.fetch_add(1, std::memory_order_relaxed);
+            deliver(p); // a receive may have been posted meanwhile
+        } else if (mode == rx_mode_ctl) {
+            if (p.rx_h.type == frame_type::abort)
+                return rx_fail(p, "aborted by " + p.name + ": " +
+                                      std::string(reinterpret_cast<const char*>(p.rx_ctl.data()), p.rx_ctl.size()),
+                               on_io);
+            if (on_io) on_control(p, p.rx_ctl);
+            else asio::post(io, [this, &p, m = p.rx_ctl] { on_control(p, m); });
+            if (failing) return rx::stop;
+        }
+        return rx::again;
+    }
+
+    /// Holding p.rmu: reads and handles everything available on p's socket
+    /// without blocking. again: the socket is drained (or `r`, if given, is
+    /// complete); parked: too much buffered; stop: the reader is finished
+    /// (failure or end of stream, already reported).
+    rx pump(peer_state& p, bool on_io, const req_state* r = nullptr) {
+        if (p.rx_closed.load() || !p.sock) return rx::stop;
+        const int fd = p.sock->native_handle();
+        std::byte* st = p.stage.get();
+        for (;;) {
+            if (failing_flag.load()) return rx::stop;
+            if (p.rx_mode == rx_mode_pending) {
+                const rx k = begin_frame(p, on_io);
+                if (k != rx::again) return k;
+                continue;
+            }
+            if (p.rx_mode == rx_mode_header) {
+                if (r && r->state.load(std::memory_order_relaxed)) return rx::again;
+                if (p.st_end - p.st_beg >= frame_header_size) {
+                    auto res = parse_header(st + p.st_beg, opt.max_frame_bytes);
+                    p.st_beg += frame_header_size;
+                    if (!res.ok) return rx_fail(p, p.name + " sent a bad frame: " + res.reason, on_io);
+                    p.rx_h = res.header;
+                    const rx k = begin_frame(p, on_io);
+                    if (k != rx::again) return k;
+                    continue;
+                }
+                if (p.st_beg) { // keep a partial header at the front
+                    std::memmove(st, st + p.st_beg, p.st_end - p.st_beg);
+                    p.st_end -= p.st_beg;
+                    p.st_beg = 0;
+                }
+                // Read ahead into the staging buffer (a small frame's header
+                // and payload in one call), except when the next receive is
+                // long: then only the header, so its payload is read in place.
+                std::size_t want = stage_bytes - p.st_end;
+                {
+                    std::lock_guard lk(rq_mu);
+                    if (p.unexpected.empty() && !p.recvq.empty() && p.recvq.front()->h.length >= stage_bytes / 4)
+                        want = frame_header_size - p.st_end;
+                }
+                const ssize_t n = ::recv(fd, st + p.st_end, want, MSG_DONTWAIT);
+                if (n > 0) {
+                    p.st_end += static_cast<std::size_t>(n);
+                    touch(p);
+                    continue;
+                }
+                if (n == 0) return rx_lost(p, asio::error::eof, on_io);
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) return rx::again;
+                return rx_lost(p, error_code(errno, boost::system::system_category()), on_io);
+            }
+            // Payload of the current frame.
+            const std::size_t need = p.rx_h.length - p.rx_got;
+            if (need == 0) {
+                const rx k = end_frame(p, on_io);
+                if (k != rx::again) return k;
+                continue;
+            }
+            if (p.st_end > p.st_beg) {
+                const std::size_t k = std::min(need, p.st_end - p.st_beg);
+                std::memcpy(p.rx_dst + p.rx_got, st + p.st_beg, k);
+                p.st_beg += k;
+                p.rx_got += k;
+                continue;
+            }
+            // Staging empty: the rest of the payload straight to its place,
+            // whatever follows (next headers) into the staging buffer.
+            p.st_beg = p.st_end = 0;
+            iovec iov[2];
+            iov[0].iov_base = p.rx_dst + p.rx_got;
+            iov[0].iov_len = need;
+            iov[1].iov_base = st;
+            iov[1].iov_len = stage_bytes;
+            msghdr m{};
+            m.msg_iov = iov;
+            m.msg_iovlen = 2;
+            const ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT);
+            if (n > 0) {
+                const auto got = static_cast<std::size_t>(n);
+                if (got > need) {
+                    p.rx_got += need;
+                    p.st_end = got - need;
+                } else {
+                    p.rx_got += got;
+                }
+                touch(p);
+                continue;
+            }
+            if (n == 0) return rx_lost(p, asio::error::eof, on_io);
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return rx::again;
+            return rx_lost(p, error_code(errno, boost::system::system_category()), on_io);
+        }
+    }
+
+    /// Releases p's read lock; wakes the I/O thread if it found the lock taken.
+    void unlock_rx(peer_state& p) {
+        p.rmu.unlock();
+        if (p.io_read_wanted.exchange(false)) asio::post(io, [&p] { p.wake->cancel(); });
+    }
+
+    /// I/O thread: takes p back from the caller if no caller is reading it now.
+    void take_back(peer_state& p) {
+        if (!p.caller_owned.load() || !p.rmu.try_lock()) return;
+        p.caller_owned.store(false);
+        p.rmu.unlock();
+        p.wake->cancel();
+    }
+
+    /// I/O thread: watches p's socket while no caller owns it.
     asio::awaitable<void> reader(peer_state& p) {
         auto sock = p.sock; // keeps the socket alive for this coroutine
-        std::array<std::byte, frame_header_size> hb;
-        auto progress = [&p](const error_code& ec, std::size_t) -> std::size_t {
-            p.last_recv = clock::now();
-            return ec ? 0 : 1 << 20;
+        bool need_wait = true;
+        auto park = [&]() -> asio::awaitable<void> {
+            p.wake->expires_at(clock::time_point::max());
+            error_code ignored;
+            co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
         };
-        try {
-            for (;;) {
-                co_await asio::async_read(*sock, asio::buffer(hb), asio::use_awaitable);
-                if (failing) co_return;
-                p.last_recv = clock::now();
-                auto r = parse_header(hb.data(), opt.max_frame_bytes);
-                if (!r.ok) co_return fail(p.name + " sent a bad frame: " + r.reason);
-                const auto& h = r.header;
-                switch (h.type) {
-                case frame_type::heartbeat: continue;
-                case frame_type::goodbye:
-                    p.goodbye_received = true;
-                    if (!p.goodbye_sent) send_goodbye(p);
-                    continue;
-                case frame_type::abort:
-                case frame_type::control: {
-                    std::vector<std::byte> payload(h.length);
-                    if (h.length) co_await asio::async_read(*sock, asio::buffer(payload), asio::use_awaitable);
-                    if (h.type == frame_type::abort)
-                        co_return fail("aborted by " + p.name + ": " +
-                                       std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
-                    on_control(p, payload);
-                    if (failing) co_return;
-                    continue;
-                }
-                case frame_type::data: break;
-                default: co_return fail(p.name + " sent an unexpected " + std::string(name_of(h.type)) + " frame");
-                }
-                if (!epoch_known || h.epoch != epoch)
-                    co_return fail(p.name + " sent data of epoch " + std::to_string(h.epoch) + ", current epoch " +
-                                   std::to_string(epoch));
-                for (;;) {
-                    if (failing || closing.load()) co_return;
-                    std::unique_lock lk(rq_mu);
-                    if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
-                        // While this frame is read in place, `unexpected` stays
-                        // empty (only this coroutine fills it), so a caller
-                        // posting receives meanwhile delivers nothing.
-                        auto req = p.recvq.front();
-                        if (!same_op(req->h, h)) {
-                            lk.unlock();
-                            co_return mismatch(p, req->h, h);
-                        }
-                        lk.unlock();
-                        if (h.length)
-                            co_await asio::async_read(*sock, asio::buffer(req->dst, h.length), progress, asio::use_awaitable);
-                        lk.lock();
-                        p.recvq.pop_front();
-                        lk.unlock();
-                        n_received.fetch_add(1, std::memory_order_relaxed);
-                        complete(req);
-                        break;
-                    }
-                    if (p.unexpected_bytes + h.length <= opt.max_unexpected_bytes) {
-                        lk.unlock();
-                        unexpected_frame u{h, std::make_unique_for_overwrite<std::byte[]>(h.length)};
-                        if (h.length)
-                            co_await asio::async_read(*sock, asio::buffer(u.data.get(), h.length), progress, asio::use_awaitable);
-                        lk.lock();
-                        p.unexpected_bytes += h.length;
-                        p.unexpected.push_back(std::move(u));
-                        n_unexpected.fetch_add(1, std::memory_order_relaxed);
-                        n_received.fetch_add(1, std::memory_order_relaxed);
-                        deliver(p); // a receive may have been posted meanwhile
-                        break;
-                    }
-                    // Too much buffered: stop reading until a receive is posted
-                    // (deliver() then posts a wake-up; parked is set under the lock).
-                    p.parked = true;
-                    lk.unlock();
-                    p.wake->expires_at(clock::time_point::max());
-                    error_code ignored;
-                    co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-                    p.parked = false;
-                    p.last_recv = clock::now();
-                }
+        for (;;) {
+            if (need_wait) {
+                error_code ec;
+                co_await sock->async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+                if (failing || closing.load() || p.rx_closed.load()) co_return;
+                if (ec) co_return peer_lost(p, ec);
             }
-        } catch (const boost::system::system_error& e) {
-            peer_lost(p, e.code());
+            need_wait = true;
+            if (failing || closing.load() || p.rx_closed.load()) co_return;
+            if (p.caller_owned.load()) { // a caller reads this socket; wait to be handed it back
+                co_await park();
+                need_wait = false;
+                continue;
+            }
+            if (!p.rmu.try_lock()) {
+                // A caller is reading; it wakes us when it lets go (flag set
+                // before the second try, so one of the two sees the other).
+                p.io_read_wanted.store(true);
+                if (!p.rmu.try_lock()) {
+                    co_await park();
+                    need_wait = false;
+                    continue;
+                }
+                p.io_read_wanted.store(false);
+            }
+            const rx k = pump(p, true);
+            p.rmu.unlock();
+            if (k == rx::stop) co_return;
+            if (k == rx::parked) {
+                co_await park();
+                touch(p);
+                need_wait = false;
+            }
         }
     }
 
@@ -803,7 +1019,14 @@ struct transport_impl {
     }
 
     /// Any thread: queues receive `r` (delivering a buffered frame at once).
+    bool caller_reads(const req_state& r) const { return r.h.length <= opt.caller_read_bytes; }
+
     void post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
+        if (caller_reads(*r)) p.caller_owned.store(true); // the caller reads this socket from now on (see pump)
+        else if (p.caller_owned.load()) { // a long frame: the I/O thread reads it
+            p.caller_owned.store(false);
+            asio::post(io, [&p] { p.wake->cancel(); });
+        }
         std::lock_guard lk(rq_mu);
         if (p.unexpected.empty() && p.goodbye_received.load())
             return fail_any("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
@@ -862,7 +1085,7 @@ struct transport_impl {
         });
     }
 
-    /// I/O thread: retries buffered frames that waited for a send to finish.
+    /// Any thread: retries buffered frames that waited for a send to finish.
     void redeliver() {
         if (!delivery_blocked.exchange(false)) return;
         std::lock_guard lk(rq_mu);
@@ -918,15 +1141,15 @@ struct transport_impl {
         p.caller_writing.store(false);
         p.wmu.unlock();
         const bool kick = p.io_write_wanted.exchange(false);
-        const bool redo = delivery_blocked.load();
         if (failing_flag.load()) asio::post(io, [this, &p] { caller_write_done_while_failing(p); });
-        else if (kick || redo)
-            asio::post(io, [this, &p, kick] {
-                if (kick) start_write(p);
-                redeliver();
-            });
+        else {
+            if (kick) asio::post(io, [this, &p] { start_write(p); });
+            redeliver(); // frames held back while this payload was being written
+        }
         return done;
     }
+
+    static constexpr int max_poll = 64;
 
     bool write_frame(peer_state& p, req_state& r, clock::time_point deadline) {
         const int fd = p.sock->native_handle();
@@ -966,7 +1189,9 @@ struct transport_impl {
                 asio::post(io, [this, &p, ec] { write_failed(p, ec); });
                 return false;
             }
-            // Full: wait for room, watching for failure and the deadline.
+            // Full: wait for room, watching for failure and the deadline,
+            // and meanwhile read the sockets this caller has taken over
+            // (their senders may be waiting for room as well).
             for (;;) {
                 if (failed.load()) return give_up();
                 if (clock::now() >= deadline) {
@@ -974,9 +1199,21 @@ struct transport_impl {
                     asio::post(io, [this, why] { fail(why); });
                     return give_up();
                 }
-                pollfd pf{fd, POLLOUT, 0};
-                const int k = ::poll(&pf, 1, 10);
-                if (k > 0 || (k < 0 && errno != EINTR)) break;
+                pollfd pf[max_poll];
+                int nf = 1;
+                pf[0] = pollfd{fd, POLLOUT, 0};
+                for (auto& q : peers) {
+                    if (nf == max_poll) break;
+                    if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
+                    if (!q->rmu.try_lock()) continue;
+                    const rx k = pump(*q, false);
+                    unlock_rx(*q);
+                    if (k != rx::again) continue;
+                    pf[nf++] = pollfd{q->sock->native_handle(), POLLIN, 0};
+                }
+                const int k = ::poll(pf, static_cast<nfds_t>(nf), 10);
+                if (k < 0 && errno != EINTR) break;
+                if (k > 0 && pf[0].revents) break;
             }
         }
         return true;
@@ -1017,11 +1254,16 @@ struct transport_impl {
             for (auto& pp : peers) {
                 auto& p = *pp;
                 if (!p.sock || p.rank == rank) continue;
-                if (we_stalled) p.last_recv = now;
+                if (we_stalled) p.last_recv.store(now.time_since_epoch().count());
+                // A socket a caller took over but is not reading now goes back
+                // to this thread (heartbeats, aborts and goodbyes keep flowing
+                // while the caller computes).
+                take_back(p);
                 if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - clock::time_point(clock::duration(p.last_send.load())) >= timeout / 4)
                     send_small(p, frame_type::heartbeat);
-                if (!p.parked && !p.goodbye_received && now - p.last_recv > timeout) {
-                    fail(p.name + " is not responding: nothing received for " + ms_string(now - p.last_recv) +
+                const auto last_recv = clock::time_point(clock::duration(p.last_recv.load()));
+                if (!p.parked && !p.goodbye_received && now - last_recv > timeout) {
+                    fail(p.name + " is not responding: nothing received for " + ms_string(now - last_recv) +
                          " (heartbeat timeout " + ms_string(timeout) + ")");
                     co_return;
                 }
@@ -1031,7 +1273,76 @@ struct transport_impl {
 
     // ---- caller side --------------------------------------------------------------
 
+    [[noreturn]] void wait_timed_out(const req_state& r) {
+        const std::string what = describe(r.h) + (r.is_send ? " to " : " from ") + names[r.peer];
+        abort_from_caller("timed out waiting for " + what);
+        throw error(failure());
+    }
+
+    /// Caller: completes receive `r` by reading its peer's socket itself
+    /// (blocking in poll while nothing is there). Returns false to fall back
+    /// to waiting for the I/O thread (failure in progress, peer gone, or a
+    /// frame parked for lack of buffer space).
+    bool read_until(peer_state& p, const req_state& r, clock::time_point deadline) {
+        p.caller_owned.store(true);
+        for (int i = 0;; ++i) {
+            if (r.state.load(std::memory_order_acquire)) return true;
+            if (failed.load()) throw error(failure());
+            if (failing_flag.load() || p.rx_closed.load() || !p.sock) return false;
+            if (p.goodbye_received.load()) {
+                // Frames arrive in order: a receive still open after the
+                // peer's goodbye and not served by a buffered frame never is.
+                std::unique_lock lk(rq_mu);
+                if (r.state.load()) return true;
+                if (p.unexpected.empty()) {
+                    lk.unlock();
+                    fail_any("waiting for " + describe(r.h) + " from " + p.name + ", which has shut down");
+                }
+                return false;
+            }
+            if (!p.rmu.try_lock()) { // the I/O thread is reading this peer for a moment
+                if (clock::now() >= deadline) wait_timed_out(r);
+                if (i < 64) std::this_thread::yield();
+                else std::this_thread::sleep_for(std::chrono::microseconds(20));
+                continue;
+            }
+            p.caller_owned.store(true);
+            rx k = pump(p, false, &r);
+            const int fd = p.sock->native_handle();
+            // Poll the socket without sleeping for spin_wait (yielding to
+            // other runnable threads), then sleep in poll().
+            const auto spin_until = clock::now() + opt.spin_wait;
+            while (k == rx::again && !r.state.load(std::memory_order_acquire) && !failing_flag.load() &&
+                   !p.goodbye_received.load()) {
+                const auto now = clock::now();
+                if (now >= deadline) {
+                    unlock_rx(p);
+                    wait_timed_out(r);
+                }
+                if (now < spin_until) {
+                    std::this_thread::yield();
+                    k = pump(p, false, &r);
+                    continue;
+                }
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+                pollfd pf{fd, POLLIN, 0};
+                (void)::poll(&pf, 1, static_cast<int>(std::min<long long>(left, 10)));
+                k = pump(p, false, &r);
+            }
+            unlock_rx(p);
+            if (r.state.load(std::memory_order_acquire)) return true;
+            if (k == rx::parked) { // hand the socket back to the I/O thread, which resumes once room is made
+                p.caller_owned.store(false);
+                asio::post(io, [&p] { p.wake->cancel(); });
+                return false;
+            }
+        }
+    }
+
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
+        if (!r->is_send && caller_reads(*r) && !r->state.load(std::memory_order_acquire) && r->peer >= 0 &&
+            read_until(*peers[static_cast<std::size_t>(r->peer)], *r, deadline))
+            return;
         // Spin briefly (small messages complete within microseconds), then sleep.
         const auto spin_until = clock::now() + opt.spin_wait;
         for (int i = 0;; ++i) {
@@ -1070,7 +1381,10 @@ struct transport_impl {
             if (ready.load() && !failed.load() && size > 1) {
                 asio::post(io, [this] {
                     for (auto& p : peers)
-                        if (p->rank != rank) send_goodbye(*p);
+                        if (p->rank != rank) {
+                            take_back(*p); // the goodbyes are read here
+                            send_goodbye(*p);
+                        }
                 });
                 const auto linger = std::min<clock::duration>(opt.heartbeat_timeout, std::chrono::seconds(5));
                 std::unique_lock lk(mu);
