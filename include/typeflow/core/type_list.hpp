@@ -1,6 +1,7 @@
 // typeflow/core/type_list.hpp — small, constant-depth type-list utilities.
 #pragma once
 #include <cstddef>
+#include <initializer_list>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -25,7 +26,7 @@ template <class... T>
 struct set : tag<T>... {};
 
 template <class S, class T>
-inline constexpr bool contains_v = std::is_base_of_v<tag<T>, S>;
+inline constexpr bool contains_v = __is_base_of(tag<T>, S);
 
 template <class L, class T>
 struct push_back;
@@ -39,17 +40,37 @@ struct push_back<list<Ts...>, T> {
 // (an "index map") looks O(1), but GCC 12's deduction compares deep types
 // structurally, which is exponential in the depth of a graph with shared
 // children.
+/// Position of the first true flag (n when none).
+constexpr std::size_t first_true(std::initializer_list<bool> flags) noexcept {
+    std::size_t i = 0;
+    for (bool f : flags) {
+        if (f) return i;
+        ++i;
+    }
+    return i;
+}
+/// Sum of the first n values.
+constexpr std::size_t sum_first(std::initializer_list<std::size_t> values, std::size_t n) noexcept {
+    std::size_t s = 0, i = 0;
+    for (std::size_t v : values) {
+        if (i++ == n) break;
+        s += v;
+    }
+    return s;
+}
+
+// Position of T in a list: one pack expansion of __is_same (a compiler builtin
+// comparing canonical types). Deducing T against one base per element (an
+// "index map") looks O(1), but GCC 12's deduction compares deep types
+// structurally, which is exponential in the depth of a graph with shared
+// children. The value comes from an integral_constant base: a static member or
+// variable template of its own would be an entity whose mangled name spells
+// the whole list, and GCC mangles every instantiated entity (quadratic in the
+// name's length), which dominated compile time for deep graphs.
 template <class L, class T>
 struct index_of;
 template <class... Ts, class T>
-struct index_of<list<Ts...>, T> {
-    static constexpr std::size_t value = [] {
-        constexpr bool match[] = {__is_same(T, Ts)..., false};
-        for (std::size_t i = 0; i < sizeof...(Ts); ++i)
-            if (match[i]) return i;
-        return sizeof...(Ts);
-    }();
-};
+struct index_of<list<Ts...>, T> : std::integral_constant<std::size_t, first_true({__is_same(T, Ts)...})> {};
 /// Position of T in list L (T must be an element).
 template <class L, class T>
 inline constexpr std::size_t index_of_v = index_of<L, T>::value;

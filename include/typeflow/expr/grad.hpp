@@ -167,7 +167,7 @@ public:
 
     template <class X>
     auto of(const X& x) {
-        constexpr std::size_t i = G::template index_of<X>;
+        constexpr std::size_t i = G::template index<X>::value;
         if constexpr (i >= N) {
             return zeros(x);
         } else {
@@ -193,7 +193,7 @@ private:
 
     template <class T>
     void walk(const T& obj, std::unordered_set<const void*>& seen) {
-        constexpr std::size_t i = G::template index_of<T>;
+        constexpr std::size_t i = G::template index<T>::value;
         if constexpr (T::is_leaf) {
             if (!obj_[i]) obj_[i] = &obj;
         } else {

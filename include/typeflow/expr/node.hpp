@@ -111,30 +111,43 @@ private:
 inline void destroy_nothing(void*) noexcept {}
 // an operation node is its handle and nothing else (see node below)
 inline void destroy_node_child(void* p) noexcept { static_cast<node_handle*>(p)->~node_handle(); }
+
+// How a child is copied into a slot. An operation node child is stored by one
+// plain function for every node type (its object is its node_handle); a leaf
+// by a function keyed on the leaf's own (short) type. Nothing here is keyed on
+// an operation node's type: every entity instantiated per node type has a
+// mangled name that spells the node's whole subgraph.
+struct node_child_ops {
+    static void store(node_state* s, const void* c) noexcept {
+        child_slot& slot = s->slots()[s->count];
+        ::new (static_cast<void*>(slot.bytes)) node_handle(*static_cast<const node_handle*>(c));
+        slot.destroy = &destroy_node_child;
+        ++s->count;
+    }
+};
 template <class C>
-void destroy_leaf_child(void* p) noexcept {
-    static_cast<C*>(p)->~C();
-}
-template <class T>
-inline constexpr bool is_op_node = false;
-/// Copies child `c` into the next slot of `s`.
-template <class C>
-void store_child(node_state* s, const C& c) noexcept {
+struct leaf_child_ops {
     static_assert(sizeof(C) <= child_slot_bytes && alignof(C) <= alignof(child_slot),
                   "typeflow: a graph node's child must fit a child slot (16 bytes)");
     static_assert(std::is_nothrow_copy_constructible_v<C>);
-    child_slot& slot = s->slots()[s->count];
-    ::new (static_cast<void*>(slot.bytes)) C(c);
-    if constexpr (is_op_node<C>) slot.destroy = &destroy_node_child;
-    else if constexpr (std::is_trivially_destructible_v<C>) slot.destroy = &destroy_nothing;
-    else slot.destroy = &destroy_leaf_child<C>;
-    ++s->count;
-}
+    static void destroy(void* p) noexcept { static_cast<C*>(p)->~C(); }
+    static void store(node_state* s, const void* c) noexcept {
+        child_slot& slot = s->slots()[s->count];
+        ::new (static_cast<void*>(slot.bytes)) C(*static_cast<const C*>(c));
+        if constexpr (std::is_trivially_destructible_v<C>) slot.destroy = &destroy_nothing;
+        else slot.destroy = &destroy;
+        ++s->count;
+    }
+};
+template <class C>
+struct child_ops {
+    using type = leaf_child_ops<C>;
+};
 }  // namespace detail
 
 /// Any typeflow graph node: a leaf or an operation node.
 template <class E>
-concept expression = std::is_base_of_v<detail::expression_base, std::remove_cvref_t<E>>;
+concept expression = __is_base_of(detail::expression_base, std::remove_cvref_t<E>);  // the builtin: no per-type entity
 
 /// Element type, static shape and device of an expression.
 template <expression E>
@@ -170,7 +183,7 @@ public:
     /// recurse through every child and cost time exponential in the depth of
     /// graphs with shared children.
     node(detail::children_tag, const C&... c) : h_(detail::new_node_state(sizeof...(C))) {
-        (detail::store_child(h_.get(), c), ...);
+        (detail::child_ops<C>::type::store(h_.get(), &c), ...);
     }
 
     /// Calls f(children...).
@@ -198,7 +211,9 @@ inline constexpr bool is_node_v = false;
 template <class Op, class... C>
 inline constexpr bool is_node_v<node<Op, C...>> = true;
 template <class Op, class... C>
-inline constexpr bool is_op_node<node<Op, C...>> = true;
+struct child_ops<node<Op, C...>> {
+    using type = node_child_ops;
+};
 
 template <class E>
 struct is_pure;
@@ -211,13 +226,9 @@ inline constexpr bool is_pure_v = detail::is_pure<E>::value;
 
 namespace detail {
 template <class E>
-struct is_pure {
-    static constexpr bool value = E::pure;  // leaves say it
-};
+struct is_pure : std::bool_constant<E::pure> {};  // leaves say it
 template <class Op, class... C>
-struct is_pure<node<Op, C...>> {
-    static constexpr bool value = (is_pure_v<C> && ...);
-};
+struct is_pure<node<Op, C...>> : std::bool_constant<(is_pure<C>::value && ...)> {};
 }  // namespace detail
 
 /// Builds node<Op, decayed operands...>.

@@ -20,7 +20,7 @@ struct visited : meta::tag<Ts>... {
     using list = meta::list<Ts...>;
 };
 
-template <class Acc, class N, bool Seen = std::is_base_of_v<meta::tag<N>, Acc>>
+template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
 struct visit {
     using type = Acc;
 };
@@ -68,13 +68,16 @@ struct node_flags {
     std::size_t uses = 0;           // edges in, plus one per fetch
 };
 
-/// True for assign, assign_add and assign_sub nodes.
+/// True for assign, assign_add and assign_sub nodes (a class, not a variable
+/// template: per-node variables are entities whose mangled names spell the
+/// node's subgraph).
 template <class N>
-inline constexpr bool is_assign_v = false;
+struct is_assign : std::false_type {};
 template <class N>
     requires requires { N::op::is_assign; }
-inline constexpr bool is_assign_v<N> = N::op::is_assign;
-
+struct is_assign<N> : std::bool_constant<N::op::is_assign> {};
+template <class N>
+inline constexpr bool is_assign_v = is_assign<N>::value;
 
 /// The keys of a node's children (see meta::type_key), in order.
 template <class N, class L = typename N::children_list>
@@ -91,8 +94,9 @@ template <class... Ts, class... Fs>
 struct info<meta::list<Ts...>, meta::list<Fs...>> {
     using nodes = meta::list<Ts...>;
     static constexpr std::size_t size = sizeof...(Ts);
+    /// index<T>::value: the position of node T (size when T is not a node of the graph).
     template <class T>
-    static constexpr std::size_t index_of = meta::index_of_v<nodes, T>;
+    using index = meta::index_of<nodes, T>;
 
     static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
 
@@ -118,10 +122,10 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     static constexpr std::array<node_flags, size> flags = [] {
         std::array<node_flags, size> f{};
         std::size_t i = 0;
-        ((f[i].kind = Ts::kind, f[i].leaf = Ts::is_leaf, f[i].pure = is_pure_v<Ts>,
-          f[i].assign = is_assign_v<Ts>, ++i),
+        ((f[i].kind = Ts::kind, f[i].leaf = Ts::is_leaf, f[i].pure = typeflow::detail::is_pure<Ts>::value,
+          f[i].assign = is_assign<Ts>::value, ++i),
          ...);
-        ((f[index_of<Fs>].fetched = true, ++f[index_of<Fs>].uses), ...);
+        ((f[index<Fs>::value].fetched = true, ++f[index<Fs>::value].uses), ...);
         for (const edge& e : edges) {
             ++f[e.child].uses;
             // a child of anything but an element-wise op needs a buffer of its own
@@ -135,9 +139,9 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
         return f;
     }();
 
-    /// True when node T has a value of its own at run time.
+    /// materialized<T>::value: true when node T has a value of its own at run time.
     template <class T>
-    static constexpr bool materialized = flags[index_of<T>].materialized;
+    using materialized = std::bool_constant<flags[index<T>::value].materialized>;
 };
 
 /// The compile-time graph of the fetches Fs...

@@ -450,32 +450,44 @@ private:
 
 // ---- the functions of a node_desc, each keyed on one node type ----
 
+/// A child as a kernel or an extent rule sees it: its position among the
+/// node's children, its element type and (for extent rules) its static shape.
+template <std::size_t I, class T, class S = void>
+struct sig_input : typeflow::detail::expression_base {
+    static constexpr std::size_t index = I;
+    using value_type = T;
+    using shape_type = S;
+    using device = cpu;
+};
+/// A node as a kernel sees it: its op, its element type and its children as
+/// sig_inputs, and nothing of the subgraph below. Nodes with one signature
+/// (the layers of an MLP, the steps of a chain) share one kernel instance.
+template <class Op, class T, class... In>
+struct sig_node : typeflow::detail::expression_base {
+    using op = Op;
+    using value_type = T;
+    using shape_type = void;
+    using device = cpu;
+    using children_list = meta::list<In...>;
+    template <std::size_t I>
+    static constexpr meta::at_t<I, In...> child() noexcept {
+        return {};
+    }
+};
 /// What a kernel sees of its node's children: ctx.input(child), ctx.dims_of(child).
-template <class N>
 struct kernel_ctx {
-    const N& n;
     const void* const* in;
     const dims* const* in_dims;
 
-    template <class C>
-    std::size_t slot(const C& c) const {
-        return [&]<std::size_t... J>(std::index_sequence<J...>) {
-            std::size_t s = 0;
-            (void)((static_cast<const void*>(&n.template child<J>()) == static_cast<const void*>(&c) ? (s = J, true)
-                                                                                                    : false) ||
-                   ...);
-            return s;
-        }(std::make_index_sequence<N::children_list::size>{});
-    }
     /// Elements of a child in this run.
-    template <class C>
-    const value_type_t<C>* input(const C& c) const {
-        return static_cast<const value_type_t<C>*>(in[slot(c)]);
+    template <std::size_t I, class T, class S>
+    const T* input(const sig_input<I, T, S>&) const noexcept {
+        return static_cast<const T*>(in[I]);
     }
     /// Run-time extents of a child.
-    template <class C>
-    const dims& dims_of(const C& c) const {
-        return *in_dims[slot(c)];
+    template <std::size_t I, class T, class S>
+    const dims& dims_of(const sig_input<I, T, S>&) const noexcept {
+        return *in_dims[I];
     }
 };
 
@@ -502,18 +514,22 @@ const void* leaf_data(const void* obj) {
     else if constexpr (typeflow::detail::is_literal_v<T>) return &T::value;
     else return c.data->data();  // constant tensor
 }
-template <class T>
-dims infer_of(const dims* const* in) {
-    using Op = typename T::op;
-    return [&]<class... C, std::size_t... J>(meta::list<C...>, std::index_sequence<J...>) -> dims {
-        if constexpr (requires { Op::infer(*in[J]...); }) return Op::infer(*in[J]...);
-        else return Op::template infer_static<C...>(*in[J]...);
-    }(typename T::children_list{}, std::make_index_sequence<T::children_list::size>{});
+// extents of an op that computes them from its children's run-time extents alone
+template <class Op, std::size_t... J>
+dims infer_dims(const dims* const* in) {
+    return Op::infer(*in[J]...);
 }
-template <class T>
-void eval_kernel(const void* obj, const void* const* in, const dims* const* in_dims, void* out) {
-    const T& n = *static_cast<const T*>(obj);
-    backend::eigen::kernel<typename T::op>::run(n, kernel_ctx<T>{n, in, in_dims}, static_cast<value_type_t<T>*>(out));
+// extents of an op that also needs its children's static shapes
+template <class Op, class... In>
+dims infer_typed(const dims* const* in) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return Op::template infer_static<In...>(*in[J]...);
+    }(std::index_sequence_for<In...>{});
+}
+template <class Sig>
+void eval_kernel(const void*, const void* const* in, const dims* const* in_dims, void* out) {
+    backend::eigen::kernel<typename Sig::op>::run(Sig{}, kernel_ctx{in, in_dims},
+                                                  static_cast<typename Sig::value_type*>(out));
 }
 template <class T>
 inline constexpr char feed_key = 0;
@@ -532,51 +548,26 @@ struct result_ops {
     static constexpr result_fns fns{&prepare, &reset, &share};
 };
 
-// The parts of a descriptor that depend on what T is, as class templates and
-// variable templates: no function is instantiated per node to describe it.
-template <class Op, class L>
-inline constexpr bool has_infer_v = false;
-template <class Op, class... C>
-inline constexpr bool has_infer_v<Op, meta::list<C...>> =
-    requires { Op::infer(((void)sizeof(C), std::declval<const dims&>())...); };
-
-template <class T, op_kind K = T::kind>
-struct extent_rule_of {
-    static constexpr extent_rule value = extent_rule::function;
+// The Eigen loop of the region rooted at T, or none: keyed on the region's
+// canonical form (a short type shared by regions of one structure), never on
+// the graph type, whose mangled name would spell the whole graph.
+struct no_region {};
+template <class Canon, class V>
+struct region_ptr {
+    static constexpr region_fn_t value = &backend::eigen::eval_region<Canon, V>;
 };
-template <class T>
-struct extent_rule_of<T, op_kind::leaf> {
-    static constexpr extent_rule value = extent_rule::leaf;
+template <class V>
+struct region_ptr<no_region, V> {
+    static constexpr region_fn_t value = nullptr;
 };
-template <class T>
-struct extent_rule_of<T, op_kind::elementwise> {
-    static constexpr extent_rule value = has_infer_v<typename T::op, typename T::children_list> ? extent_rule::function
-                                         : graph::is_assign_v<T>                                  ? extent_rule::assign
-                                         : T::control_inputs > 0                                  ? extent_rule::last
-                                                                                                   : extent_rule::broadcast;
-};
-
-template <class T, bool Fn = extent_rule_of<T>::value == extent_rule::function>
-inline constexpr dims (*infer_fn)(const dims* const*) = nullptr;
-template <class T>
-inline constexpr dims (*infer_fn<T, true>)(const dims* const*) = &infer_of<T>;
-
-template <class T, bool Kernel = T::kind == op_kind::kernel>
-inline constexpr void (*eval_fn)(const void*, const void* const*, const dims* const*, void*) = nullptr;
-template <class T>
-inline constexpr void (*eval_fn<T, true>)(const void*, const void* const*, const dims* const*, void*) =
-    &eval_kernel<T>;
-
 template <class G, class T, bool Root>
-inline constexpr void (*region_fn)(const backend::eigen::region_layout&, const void* const*, void*) = nullptr;
+struct region_of {
+    using type = no_region;
+};
 template <class G, class T>
-inline constexpr void (*region_fn<G, T, true>)(const backend::eigen::region_layout&, const void* const*, void*) =
-    &backend::eigen::eval_region<backend::eigen::canonical_region_t<G, T>, value_type_t<T>>;
-
-template <class T, bool Data = T::is_leaf && !typeflow::detail::is_placeholder_v<T>>
-inline constexpr const void* (*data_fn)(const void*) = nullptr;
-template <class T>
-inline constexpr const void* (*data_fn<T, true>)(const void*) = &leaf_data<T>;
+struct region_of<G, T, true> {
+    using type = backend::eigen::canonical_region_t<G, T>;
+};
 
 template <class Op>
 inline constexpr std::string_view op_name = "op";
@@ -584,24 +575,90 @@ template <class Op>
     requires requires { Op::name; }
 inline constexpr std::string_view op_name<Op> = Op::name;
 
-template <class T, bool Leaf = T::is_leaf>
-struct node_fns {
-    static constexpr std::string_view name = op_name<typename T::op>;
-    static constexpr const void* (*identity)(const void*) = &node_identity;
-    static constexpr void (*children)(const void*, const void**) = &node_children;
-    static constexpr const void* key = nullptr;
+template <class Op, std::size_t N, class I = std::make_index_sequence<N>>
+struct has_infer : std::false_type {};
+template <class Op, std::size_t N, std::size_t... J>
+    requires requires { Op::infer(((void)J, std::declval<const dims&>())...); }
+struct has_infer<Op, N, std::index_sequence<J...>> : std::true_type {
+    static constexpr dims (*fn)(const dims* const*) = &infer_dims<Op, J...>;
 };
-template <class T>
-struct node_fns<T, true> {
-    static constexpr std::string_view name = [] {
-        if constexpr (requires { T::name(); }) return T::name();
-        else return std::string_view{};
+
+// The descriptor of an operation node, keyed on its signature: the op, its
+// element type, static shape, purity and control inputs, and its children's
+// element types and static shapes. Never on the node type itself: every
+// entity instantiated per node type has a mangled name that spells the node's
+// whole subgraph (GCC mangles each in time quadratic in that name's length),
+// and nodes of one signature (the steps of a deep chain) share one descriptor.
+template <class Op, class T, class S, bool Pure, std::size_t Control, class... In>
+struct op_desc {
+    static constexpr std::size_t arity = sizeof...(In);
+    using kernel_sig = sig_node<Op, T, sig_input<In::index, typename In::value_type>...>;
+    static constexpr extent_rule rule = Op::kind != op_kind::elementwise ? extent_rule::function
+                                        : has_infer<Op, arity>::value     ? extent_rule::function
+                                        : graph::is_assign<sig_node<Op, T>>::value ? extent_rule::assign
+                                        : Control > 0                      ? extent_rule::last
+                                                                           : extent_rule::broadcast;
+    static constexpr dims (*infer)(const dims* const*) = [] {
+        if constexpr (rule != extent_rule::function) return nullptr;
+        else if constexpr (has_infer<Op, arity>::value) return has_infer<Op, arity>::fn;
+        else return &infer_typed<Op, In...>;
     }();
-    static constexpr const void* (*identity)(const void*) = &leaf_identity<T>;
-    static constexpr void (*children)(const void*, const void**) = nullptr;
-    static constexpr const void* key = &feed_key<T>;
+    static constexpr node_desc value{
+        .kind = Op::kind,
+        .pure = Pure,
+        .scalar = S::numel == 1,
+        .rule = rule,
+        .children = arity,
+        .control_inputs = Control,
+        .elem_size = sizeof(T),
+        .type = dtype_of<T>,
+        .static_dims = S::value,
+        .name = op_name<Op>,
+        .identity = &node_identity,
+        .children_of = &node_children,
+        .infer = infer,
+        .eval = [] {
+            if constexpr (Op::kind == op_kind::kernel) return &eval_kernel<kernel_sig>;
+            else return nullptr;
+        }(),
+    };
 };
-}  // namespace detail
+// The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).
+template <class T>
+struct leaf_desc {
+    static constexpr bool placeholder = typeflow::detail::is_placeholder_v<T>;
+    static constexpr node_desc value{
+        .kind = op_kind::leaf,
+        .pure = T::pure,
+        .placeholder = placeholder,
+        .variable = typeflow::detail::is_variable_v<T>,
+        .scalar = shape_t<T>::numel == 1,
+        .rule = extent_rule::leaf,
+        .elem_size = sizeof(value_type_t<T>),
+        .type = dtype_of<value_type_t<T>>,
+        .static_dims = shape_t<T>::value,
+        .name = [] {
+            if constexpr (requires { T::name(); }) return T::name();
+            else return std::string_view{};
+        }(),
+        .feed_key = placeholder ? &feed_key<T> : nullptr,
+        .identity = &leaf_identity<T>,
+        .data = [] {
+            if constexpr (placeholder) return nullptr;
+            else return &leaf_data<T>;
+        }(),
+    };
+};
+template <class T, class L = typename T::children_list, class I = std::make_index_sequence<L::size>>
+struct desc_for {
+    using type = leaf_desc<T>;
+};
+template <class T, class... C, std::size_t... J>
+    requires(!T::is_leaf)
+struct desc_for<T, meta::list<C...>, std::index_sequence<J...>> {
+    using type = op_desc<typename T::op, value_type_t<T>, shape_t<T>, typeflow::detail::is_pure<T>::value, T::control_inputs,
+                         sig_input<J, value_type_t<C>, shape_t<C>>...>;
+};
 
 template <class N>
 constexpr bool on_cpu() {
@@ -612,29 +669,18 @@ constexpr bool on_cpu() {
     static_assert(ok, "typeflow: session: a node is placed on a GPU, but this build has no CUDA backend");
     return ok;
 }
-
-/// The descriptor of node T (the same in every graph).
-template <class T>
-inline constexpr node_desc desc_of{
-    .kind = T::kind,
-    .pure = is_pure_v<T>,
-    .placeholder = typeflow::detail::is_placeholder_v<T>,
-    .variable = typeflow::detail::is_variable_v<T>,
-    .scalar = shape_t<T>::numel == 1,
-    .rule = detail::extent_rule_of<T>::value,
-    .children = T::children_list::size,
-    .control_inputs = T::control_inputs,
-    .elem_size = sizeof(value_type_t<T>),
-    .type = dtype_of<value_type_t<T>>,
-    .static_dims = shape_t<T>::value,
-    .name = detail::node_fns<T>::name,
-    .feed_key = typeflow::detail::is_placeholder_v<T> ? detail::node_fns<T>::key : nullptr,
-    .identity = detail::node_fns<T>::identity,
-    .children_of = detail::node_fns<T>::children,
-    .data = detail::data_fn<T>,
-    .infer = detail::infer_fn<T>,
-    .eval = detail::eval_fn<T>,
+// instantiates on_cpu (and its diagnostic) per node only when a node is not on the CPU
+template <class L, bool Ok>
+struct check_on_cpu {};
+template <class... Ts>
+struct check_on_cpu<meta::list<Ts...>, false> {
+    static constexpr bool ok = (on_cpu<Ts>() && ...);
 };
+template <class L>
+struct all_on_cpu;
+template <class... Ts>
+struct all_on_cpu<meta::list<Ts...>> : std::bool_constant<(__is_same(device_t<Ts>, cpu) && ...)> {};
+}  // namespace detail
 
 /// The plan of one set of fetches Fs...: the graph's descriptors (compile-time
 /// data), the node objects of this fetch list, and the results.
@@ -645,15 +691,17 @@ class plan final : public plan_core {
     static constexpr std::size_t N = G::size;
     static constexpr std::size_t F = sizeof...(Fs);
 
-    static_assert([]<class... Ts>(meta::list<Ts...>) { return (on_cpu<Ts>() && ...); }(nodes{}));
+    static_assert(sizeof(detail::check_on_cpu<nodes, detail::all_on_cpu<nodes>::value>) > 0);
 
     template <class L, class I = std::make_index_sequence<L::size>>
     struct table;
     template <class... Ts, std::size_t... I>
     struct table<meta::list<Ts...>, std::index_sequence<I...>> {
-        static constexpr const node_desc* descs[sizeof...(Ts)] = {&desc_of<Ts>...};
+        static constexpr const node_desc* descs[sizeof...(Ts)] = {&detail::desc_for<Ts>::type::value...};
         static constexpr region_fn_t regions[sizeof...(Ts)] = {
-            detail::region_fn<G, Ts, Ts::kind == op_kind::elementwise && G::flags[I].materialized>...};
+            detail::region_ptr<typename detail::region_of<G, Ts, Ts::kind == op_kind::elementwise &&
+                                                                     G::flags[I].materialized>::type,
+                               value_type_t<Ts>>::value...};
     };
 
 public:
@@ -661,7 +709,7 @@ public:
         : plan_core(table<nodes>::descs, table<nodes>::regions, G::flags.data(), N, G::edges.data(), G::edge_count),
           roots_(f.nodes) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-            (add_fetch(G::template index_of<Fs>, &typeflow::detail::get_child<K>(roots_), &std::get<K>(results_),
+            (add_fetch(G::template index<Fs>::value, &typeflow::detail::get_child<K>(roots_), &std::get<K>(results_),
                        &detail::result_ops<value_type_t<Fs>>::fns),
              ...);
         }(std::make_index_sequence<F>{});

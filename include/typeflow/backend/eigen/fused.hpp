@@ -46,38 +46,32 @@ struct region_layout {
 };
 
 namespace detail {
+// Compile-time facts about a region are class templates whose value comes from
+// an integral_constant base, never variable templates or static members: those
+// are entities with mangled names that spell the graph type G, and GCC mangles
+// every instantiated entity in time quadratic in the name's length.
+
 // An operand of the region rooted at a materialised node: a leaf or a
 // materialised node; everything else is fused.
 template <class G, class N>
-inline constexpr bool is_operand = N::is_leaf || G::template materialized<N>;
+struct is_operand : std::bool_constant<N::is_leaf || G::template materialized<N>::value> {};
 
-template <class G, class N>
+template <class G, class N, class L = typename N::children_list>
 struct operand_count;
 // operands a child C contributes: 1 if it is an operand, else those below it
 template <class G, class C>
-inline constexpr std::size_t operands_of_v =
-    std::conditional_t<is_operand<G, C>, std::integral_constant<std::size_t, 1>, operand_count<G, C>>::value;
-inline constexpr std::size_t sum_first(const std::size_t* a, std::size_t n) {
-    std::size_t s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += a[i];
-    return s;
-}
-// per data child of N: its operand count (control inputs count 0)
-template <class G, class N, class L = typename N::children_list>
-struct child_operands;
-template <class G, class N, class... C>
-struct child_operands<G, N, meta::list<C...>> {
-    static constexpr std::size_t count[sizeof...(C) + 1] = {operands_of_v<G, C>..., 0};
-};
-template <class G, class N>
-struct operand_count {
-    static constexpr std::size_t value =
-        sum_first(child_operands<G, N>::count + N::control_inputs, N::children_list::size - N::control_inputs);
-};
+struct operands_of
+    : std::conditional_t<is_operand<G, C>::value, std::integral_constant<std::size_t, 1>, operand_count<G, C>> {};
 // Offset of child J's first operand among the operands of N.
-template <class G, class N, std::size_t J>
-inline constexpr std::size_t child_offset_v =
-    sum_first(child_operands<G, N>::count + N::control_inputs, J - N::control_inputs);
+template <class G, class N, std::size_t J, class L = typename N::children_list>
+struct child_offset;
+template <class G, class N, std::size_t J, class... C>
+struct child_offset<G, N, J, meta::list<C...>>
+    : std::integral_constant<std::size_t, meta::sum_first({operands_of<G, C>::value...}, J) -
+                                              meta::sum_first({operands_of<G, C>::value...}, N::control_inputs)> {};
+// operands below N: the sum over its data children (control inputs count 0)
+template <class G, class N, class... C>
+struct operand_count<G, N, meta::list<C...>> : child_offset<G, N, sizeof...(C)> {};
 
 template <class T>
 using array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -104,13 +98,13 @@ struct canonical_region {
     template <std::size_t... J>
     static auto make(std::index_sequence<J...>)
         -> canonical_node<typename N::op,
-                          canonical_t<G, Off + child_offset_v<G, N, J + N::control_inputs>,
+                          canonical_t<G, Off + child_offset<G, N, J + N::control_inputs>::value,
                                       std::remove_cvref_t<decltype(std::declval<const N&>().template child<J + N::control_inputs>())>>...>;
     using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
 };
 template <class G, std::size_t Off, class N>
 struct canonical {
-    using type = typename std::conditional_t<is_operand<G, N>,
+    using type = typename std::conditional_t<is_operand<G, N>::value,
                                              std::type_identity<operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>>,
                                              canonical_region<G, Off, N>>::type;
 };
