@@ -14,6 +14,14 @@
 # 1b. compile_mlp_train: the same for the training program
 #    benchmarks/compile/mlp_train_typeflow.cpp (model, minimize, 5 steps) against
 #    mlp_train_eigen.cpp (the step written by hand). Same budget (issue 3).
+# 1c. separate compilation: the same two typeflow programs built the way a
+#    project that cares about build time builds them: TYPEFLOW_SEPARATE_COMPILATION
+#    and typeflow's plain runtime code compiled once in its own file
+#    (typeflow/src.hpp; compiled once here, its cost printed on its own):
+#      compile_typeflow_src seconds=<s> peak_mb=<MB>      (once per program)
+#      compile_mlp_sep typeflow=<s> eigen=<s> ratio=<eigen/typeflow>
+#      compile_mlp_train_sep typeflow=<s> eigen=<s> ratio=<eigen/typeflow>
+#    (typeflow: compiling the program's file and linking it with src's object.)
 # 2. compile_chain: a generated program with a residual chain
 #      auto hK = tf::tanh(hK-1 * w + hK-1);     K = 1..D
 #    (h0 a placeholder of shape [dyn,16], w a variable of shape [16]) run
@@ -60,11 +68,12 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/typeflow_compile_time.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 echo "# $("$CXX" --version | head -n1); flags: ${FLAGS[*]}; repeats: $REPEATS; work dir $work" >&2
 
-# compile_once <source> <output> -> prints "<cpu_s> <wall_s> <peak_kb>", or
-# "timeout" when the compile ran past $COMPILE_TIMEOUT seconds
+# compile_once <source> <output> [extra arguments...] -> prints "<cpu_s>
+# <wall_s> <peak_kb>", or "timeout" when the compile ran past $COMPILE_TIMEOUT seconds
 compile_once() {
     local src="$1" out="$2" log="$work/time.log" rc=0
-    nice timeout "$COMPILE_TIMEOUT" /usr/bin/time -v -o "$log" "$CXX" "${FLAGS[@]}" "$src" -o "$out" 2>"$work/cc.err" || rc=$?
+    shift 2
+    nice timeout "$COMPILE_TIMEOUT" /usr/bin/time -v -o "$log" "$CXX" "${FLAGS[@]}" "$src" -o "$out" "$@" 2>"$work/cc.err" || rc=$?
     if ((rc == 124)); then
         echo timeout
         return 0
@@ -103,7 +112,8 @@ measure() {
                 continue
             fi
             src="${SRC[$name]}"
-            res="$(compile_once "$src" "$work/$name.bin")"
+            # shellcheck disable=SC2086  # XARGS holds words to split
+            res="$(compile_once "$src" "$work/$name.bin" ${XARGS[$name]:-})"
             if [[ "$res" == timeout ]]; then
                 dead[$name]=1; TIMED_OUT=1; CPU[$name]=">$COMPILE_TIMEOUT"; WALL[$name]=">$COMPILE_TIMEOUT"; PEAK[$name]="NA"
                 echo "#   $name: stopped after ${COMPILE_TIMEOUT}s" >&2
@@ -121,7 +131,7 @@ measure() {
         PEAK[$name]="$(echo "${PEAK[$name]}" | median | awk '{ printf "%.0f", $1 / 1024 }')"
     done
 }
-declare -A SRC
+declare -A SRC XARGS
 
 # ---- 1. the MLP, typeflow vs Eigen -------------------------------------------
 SRC[mlp_typeflow]="$here/compile/mlp_typeflow.cpp"
@@ -142,6 +152,28 @@ awk -v t="${CPU[mlp_train_typeflow]}" -v e="${CPU[mlp_train_eigen]}" \
     'BEGIN { printf "compile_mlp_train typeflow=%.2f eigen=%.2f ratio=%.3f\n", t, e, e / t }'
 awk -v t="${PEAK[mlp_train_typeflow]}" -v e="${PEAK[mlp_train_eigen]}" \
     'BEGIN { printf "compile_mlp_train_peak typeflow=%d eigen=%d ratio=%.3f\n", t, e, e / t }'
+
+# ---- 1c. separate compilation ------------------------------------------------------
+printf '#include <typeflow/src.hpp>\n' >"$work/typeflow_src.cpp"
+SRC[typeflow_src]="$work/typeflow_src.cpp"
+XARGS[typeflow_src]="-DTYPEFLOW_SEPARATE_COMPILATION -c"
+measure typeflow_src
+cp "$work/typeflow_src.bin" "$work/typeflow_src.o"
+echo "compile_typeflow_src seconds=${CPU[typeflow_src]} peak_mb=${PEAK[typeflow_src]}"
+SRC[mlp_sep]="$here/compile/mlp_typeflow.cpp"
+SRC[mlp_train_sep]="$here/compile/mlp_train_typeflow.cpp"
+XARGS[mlp_sep]="-DTYPEFLOW_SEPARATE_COMPILATION $work/typeflow_src.o"
+XARGS[mlp_train_sep]="-DTYPEFLOW_SEPARATE_COMPILATION $work/typeflow_src.o"
+measure mlp_sep mlp_eigen mlp_train_sep mlp_train_eigen
+for p in mlp_sep mlp_train_sep; do echo "#   $p prints: $("$work/$p.bin")" >&2; done
+awk -v t="${CPU[mlp_sep]}" -v e="${CPU[mlp_eigen]}" \
+    'BEGIN { printf "compile_mlp_sep typeflow=%.2f eigen=%.2f ratio=%.3f\n", t, e, e / t }'
+awk -v t="${PEAK[mlp_sep]}" -v e="${PEAK[mlp_eigen]}" \
+    'BEGIN { printf "compile_mlp_sep_peak typeflow=%d eigen=%d ratio=%.3f\n", t, e, e / t }'
+awk -v t="${CPU[mlp_train_sep]}" -v e="${CPU[mlp_train_eigen]}" \
+    'BEGIN { printf "compile_mlp_train_sep typeflow=%.2f eigen=%.2f ratio=%.3f\n", t, e, e / t }'
+awk -v t="${PEAK[mlp_train_sep]}" -v e="${PEAK[mlp_train_eigen]}" \
+    'BEGIN { printf "compile_mlp_train_sep_peak typeflow=%d eigen=%d ratio=%.3f\n", t, e, e / t }'
 
 # ---- 2. compile-time scaling: a residual tanh chain of depth D -----------------
 gen_chain() {  # gen_chain <depth> <file>
@@ -172,18 +204,28 @@ gen_chain() {  # gen_chain <depth> <file>
 }
 printf '#include <typeflow/typeflow.hpp>\nint main() {}\n' >"$work/chain_empty.cpp"
 SRC[chain_empty]="$work/chain_empty.cpp"
+# CHAIN_SEPARATE=1: the chain programs (and the empty baseline) built with
+# separate compilation, like compile_mlp_sep (lines then say mode=separate)
+chain_x=""
+chain_mode=""
+if [[ -n "${CHAIN_SEPARATE:-}" ]]; then
+    chain_x="-DTYPEFLOW_SEPARATE_COMPILATION $work/typeflow_src.o"
+    chain_mode=" mode=separate"
+fi
+XARGS[chain_empty]="$chain_x"
 names=(chain_empty)
 for d in $DEPTHS; do
     gen_chain "$d" "$work/chain_$d.cpp"
     SRC[chain_$d]="$work/chain_$d.cpp"
+    XARGS[chain_$d]="$chain_x"
     names+=("chain_$d")
 done
 TIMED_OUT=""
 SKIP_AFTER_TIMEOUT=1 measure "${names[@]}"
 fmt() { [[ "$1" =~ ^[0-9.]+$ ]] && printf "%.${2}f" "$1" || printf '%s' "$1"; }
-echo "compile_chain depth=empty seconds=$(fmt "${CPU[chain_empty]}" 2) peak_mb=$(fmt "${PEAK[chain_empty]}" 0)"
+echo "compile_chain${chain_mode} depth=empty seconds=$(fmt "${CPU[chain_empty]}" 2) peak_mb=$(fmt "${PEAK[chain_empty]}" 0)"
 for d in $DEPTHS; do
-    echo "compile_chain depth=$d seconds=$(fmt "${CPU[chain_$d]}" 2) peak_mb=$(fmt "${PEAK[chain_$d]}" 0)"
+    echo "compile_chain${chain_mode} depth=$d seconds=$(fmt "${CPU[chain_$d]}" 2) peak_mb=$(fmt "${PEAK[chain_$d]}" 0)"
 done
 # beyond the empty program, and the growth exponent between successive depths
 prev=""
@@ -243,14 +285,15 @@ if [[ -z "${SKIP_GRAD:-}" ]]; then
     for d in $GRAD_DEPTHS; do
         gen_grad_chain "$d" "$work/grad_chain_$d.cpp"
         SRC[grad_chain_$d]="$work/grad_chain_$d.cpp"
+        XARGS[grad_chain_$d]="$chain_x"
         names+=("grad_chain_$d")
     done
     TIMED_OUT=""
     SKIP_AFTER_TIMEOUT=1 measure "${names[@]}"
-    echo "compile_grad_chain depth=empty seconds=$(fmt "${CPU[chain_empty]}" 2) peak_mb=$(fmt "${PEAK[chain_empty]}" 0)"
+    echo "compile_grad_chain${chain_mode} depth=empty seconds=$(fmt "${CPU[chain_empty]}" 2) peak_mb=$(fmt "${PEAK[chain_empty]}" 0)"
     prev=""
     for d in $GRAD_DEPTHS; do
-        echo "compile_grad_chain depth=$d seconds=$(fmt "${CPU[grad_chain_$d]}" 2) peak_mb=$(fmt "${PEAK[grad_chain_$d]}" 0)"
+        echo "compile_grad_chain${chain_mode} depth=$d seconds=$(fmt "${CPU[grad_chain_$d]}" 2) peak_mb=$(fmt "${PEAK[grad_chain_$d]}" 0)"
         [[ "${CPU[grad_chain_$d]}" =~ ^[0-9.]+$ ]] || continue
         awk -v d="$d" -v t="${CPU[grad_chain_$d]}" -v t0="${CPU[chain_empty]}" -v pd="$prev" \
             -v pt="${prev:+${CPU[grad_chain_$prev]}}" 'BEGIN {

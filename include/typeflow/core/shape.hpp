@@ -1,5 +1,6 @@
 // typeflow/core/shape.hpp — static shapes (`shape<dyn, 64>`) and run-time dims.
 #pragma once
+#include <typeflow/core/config.hpp>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -43,14 +44,7 @@ struct dims {
 };
 
 /// "[2,3]"; a dyn extent prints as "?".
-inline std::string to_string(const dims& s) {
-    std::string r = "[";
-    for (std::size_t i = 0; i < s.rank; ++i) {
-        if (i) r += ',';
-        r += s.d[i] == dyn ? std::string("?") : std::to_string(s.d[i]);
-    }
-    return r + "]";
-}
+TYPEFLOW_DECL std::string to_string(const dims& s);
 
 /// A static shape; `dyn` marks an extent bound at run time. `shape<>` is a scalar.
 template <index_t... D>
@@ -113,3 +107,7 @@ constexpr broadcast_result broadcast_dims(const dims& a, const dims& b) {
 }
 
 }  // namespace typeflow
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/core/impl/shape.ipp>
+#endif

@@ -8,10 +8,14 @@
 
 namespace typeflow::meta {
 
-template <class... T>
-struct list {
-    static constexpr std::size_t size = sizeof...(T);
+// the size lives in a base keyed on the count alone: a static member of
+// list<T...> would be an entity whose mangled name spells every element
+template <std::size_t N>
+struct list_size {
+    static constexpr std::size_t size = N;
 };
+template <class... T>
+struct list : list_size<sizeof...(T)> {};
 
 template <class T>
 struct tag {};
@@ -78,6 +82,15 @@ inline constexpr std::size_t index_of_v = index_of<L, T>::value;
 /// The I-th type of a pack, without recursion.
 template <std::size_t I, class... T>
 using at_t = std::tuple_element_t<I, std::tuple<T...>>;
+/// The I-th type of a list.
+template <std::size_t I, class L>
+struct list_at;
+template <std::size_t I, class... T>
+struct list_at<I, list<T...>> {
+    using type = at_t<I, T...>;
+};
+template <std::size_t I, class L>
+using list_at_t = typename list_at<I, L>::type;
 
 }  // namespace typeflow::meta
 

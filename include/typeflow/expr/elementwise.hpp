@@ -52,6 +52,19 @@ struct equality {  // ==, != on any dtype, bool out
 };
 }  // namespace rule
 
+/// An operand as a shape and dtype rule sees it: its dtype, shape and device.
+/// Rules take these instead of the operands' own types, so a rule is
+/// instantiated once per distinct signature, not once per node (whose type,
+/// and so every entity keyed on it, spells its whole subgraph).
+template <class V, class S, class D>
+struct operand_sig : detail::expression_base {
+    using value_type = V;
+    using shape_type = S;
+    using device = D;
+};
+template <class A>
+using operand_sig_t = operand_sig<value_type_t<A>, shape_t<A>, device_t<A>>;
+
 /// Rule of a unary element-wise op: same shape and device, dtype by Rule.
 template <class Op, class Rule, class A>
 constexpr auto unary_rule() {
@@ -76,7 +89,7 @@ constexpr auto binary_rule() {
         static constexpr op_kind kind = op_kind::elementwise;                   \
         static constexpr std::string_view name = #NAME;                         \
         template <class A>                                                      \
-        using traits = decltype(unary_rule<NAME, rule::RULE, A>());             \
+        using traits = decltype(unary_rule<NAME, rule::RULE, operand_sig_t<A>>()); \
         static auto array(const auto& a) { return ARRAY; }                      \
     };
 /// Declares the tag of a binary element-wise op (array form in `a`, `b`).
@@ -85,7 +98,7 @@ constexpr auto binary_rule() {
         static constexpr op_kind kind = op_kind::elementwise;                   \
         static constexpr std::string_view name = #NAME;                         \
         template <class A, class B>                                             \
-        using traits = decltype(binary_rule<NAME, rule::RULE, A, B>());         \
+        using traits = decltype(binary_rule<NAME, rule::RULE, operand_sig_t<A>, operand_sig_t<B>>()); \
         static auto array(const auto& a, const auto& b) { return ARRAY; }       \
     };
 

@@ -5,7 +5,9 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_set>
@@ -78,27 +80,63 @@ struct node_at<meta::list<Ts...>> {
     using type = meta::at_t<I, Ts...>;
 };
 
-// The uses (parent, slot) of node I, for data edges.
-template <class G, std::size_t I>
-constexpr auto uses_of() {
-    constexpr std::size_t count = [] {
-        std::size_t c = 0;
-        for (const graph::edge& e : G::edges)
-            if (e.child == I && !e.control) ++c;
-        return c;
-    }();
-    std::array<use, count> u{};
-    std::size_t k = 0, slot = 0, prev = static_cast<std::size_t>(-1);
-    for (const graph::edge& e : G::edges) {
-        if (e.parent != prev) {
-            prev = e.parent;
-            slot = 0;
+// The uses (parent, slot) of every node, for data edges, grouped by node in
+// edge order: node i's uses are u[first[i]] .. u[first[i + 1] - 1]. One table
+// per graph: a function or variable per node keyed on the graph type would be
+// an entity whose mangled name spells the whole graph.
+template <std::size_t E, std::size_t N>
+struct use_lists {
+    std::array<use, E + 1> u{};
+    std::array<std::size_t, N + 1> first{};
+    std::array<std::size_t, N + 1> first_edge{};  // node p's edges: G::edges[first_edge[p] .. first_edge[p + 1])
+};
+template <class G>
+struct use_table {
+    static constexpr use_lists<G::edge_count, G::size> value = [] {
+        use_lists<G::edge_count, G::size> t{};
+        for (const graph::edge& e : G::edges) {
+            ++t.first_edge[e.parent + 1];
+            if (!e.control) ++t.first[e.child + 1];
         }
-        if (e.child == I && !e.control) u[k++] = use{e.parent, slot};
-        ++slot;
-    }
-    return u;
-}
+        for (std::size_t i = 0; i < G::size; ++i) {
+            t.first[i + 1] += t.first[i];
+            t.first_edge[i + 1] += t.first_edge[i];
+        }
+        std::array<std::size_t, G::size + 1> fill = t.first;
+        for (std::size_t k = 0; k < G::edge_count; ++k) {
+            const graph::edge& e = G::edges[k];
+            if (!e.control) t.u[fill[e.child]++] = use{e.parent, k - t.first_edge[e.parent]};
+        }
+        return t;
+    }();
+};
+
+// An op's name for messages (keyed on the op alone), "" for leaves.
+template <class T, bool Leaf = T::is_leaf>
+struct op_of {
+    using type = void;
+};
+template <class T>
+struct op_of<T, false> {
+    using type = typename T::op;
+};
+template <class Op>
+struct op_label {
+    static constexpr std::string_view value = [] {
+        if constexpr (requires { Op::name; }) return std::string_view(Op::name);
+        else return std::string_view("op");
+    }();
+};
+template <>
+struct op_label<void> {
+    static constexpr std::string_view value = "";
+};
+template <class L>
+struct node_labels;
+template <class... Ts>
+struct node_labels<meta::list<Ts...>> {
+    static constexpr std::array<std::string_view, sizeof...(Ts)> value = {op_label<typename op_of<Ts>::type>::value...};
+};
 
 // The contribution of a vjp to child C, summed over the axes it was broadcast
 // along, with C's rank.
@@ -161,8 +199,13 @@ class builder {
 
 public:
     explicit builder(const Y& y) {
-        std::unordered_set<const void*> seen;
-        walk(y, seen);
+        const std::size_t clash = graph::find_objects<G>(&y, obj_.data());
+        if (clash != graph::no_node)
+            throw error(std::string("grad: the cost holds two different '") +
+                        std::string(node_labels<typename G::nodes>::value[clash]) +
+                        "' nodes of one type that differ only in anonymous constants (such as x * 2.0f and "
+                        "x * 3.0f); grad identifies nodes by type. Make one of the constants a "
+                        "tf::literal<T, num, den>, a placeholder or a variable");
     }
 
     template <class X>
@@ -191,25 +234,6 @@ private:
     static void unreached_warning() {}
 #endif
 
-    template <class T>
-    void walk(const T& obj, std::unordered_set<const void*>& seen) {
-        constexpr std::size_t i = G::template index<T>::value;
-        if constexpr (T::is_leaf) {
-            if (!obj_[i]) obj_[i] = &obj;
-        } else {
-            if (!seen.insert(obj.identity()).second) return;
-            if (!obj_[i]) {
-                obj_[i] = &obj;
-            } else if (!is_pure_v<T>) {
-                throw error(std::string("grad: the cost holds two different '") + std::string(T::op::name) +
-                            "' nodes of one type that differ only in anonymous constants (such as x * 2.0f and "
-                            "x * 3.0f); grad identifies nodes by type. Make one of the constants a "
-                            "tf::literal<T, num, den>, a placeholder or a variable");
-            }
-            obj.apply_children([&](const auto&... c) { (walk(c, seen), ...); });
-        }
-    }
-
     template <std::size_t I>
     const at<I>& object() const {
         return *static_cast<const at<I>*>(obj_[I]);
@@ -224,10 +248,11 @@ private:
         } else if constexpr (!ad::differentiable_v<T>) {
             return ad::zero{};
         } else {
-            static constexpr auto u = uses_of<G, I>();
+            constexpr const auto& t = use_table<G>::value;
+            constexpr std::size_t b = t.first[I];
             return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                return sum(contribution<u[K].parent, u[K].slot, I>()...);
-            }(std::make_index_sequence<u.size()>{});
+                return sum(contribution<t.u[b + K].parent, t.u[b + K].slot, I>()...);
+            }(std::make_index_sequence<t.first[I + 1] - b>{});
         }
     }
     static ad::zero sum() { return {}; }
@@ -242,8 +267,15 @@ private:
         if constexpr (ad::is_zero_v<R>) {
             return ad::zero{};
         } else {
-            if (!adj_[I]) adj_[I] = std::shared_ptr<void>(new R(compute<I>()));
-            return *static_cast<const R*>(adj_[I].get());
+            // memoised in the slots of one node state (as a node holds its
+            // children): a shared_ptr per adjoint type would instantiate a
+            // control block with a vtable and type name per type
+            if (slot_[I] == none) {
+                const R r = compute<I>();  // may memoise other adjoints first
+                slot_[I] = memo_.get()->count;
+                typeflow::detail::child_ops<R>::type::store(memo_.get(), &r);
+            }
+            return *std::launder(reinterpret_cast<const R*>(memo_.get()->slots()[slot_[I]].bytes));
         }
     }
 
@@ -260,8 +292,14 @@ private:
         }
     }
 
+    static constexpr std::size_t none = ~std::size_t{0};
     std::array<const void*, N> obj_{};
-    std::array<std::shared_ptr<void>, N> adj_{};
+    typeflow::detail::node_handle memo_{typeflow::detail::new_node_state(N)};  // the adjoints computed so far
+    std::array<std::size_t, N> slot_ = [] {
+        std::array<std::size_t, N> a{};
+        a.fill(none);
+        return a;
+    }();
 };
 
 template <class Y>

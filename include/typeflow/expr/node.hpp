@@ -157,26 +157,38 @@ using shape_t = typename std::remove_cvref_t<E>::shape_type;
 template <expression E>
 using device_t = typename std::remove_cvref_t<E>::device;
 
+namespace detail {
+// How many leading children only order execution: from the op's traits.
+template <class Traits>
+constexpr std::size_t control_inputs_of() {
+    if constexpr (requires { Traits::control_inputs; }) return std::size_t{Traits::control_inputs};
+    else return 0;
+}
+// The static facts of a node, in a base keyed on the op alone: a static member
+// of node<Op, C...> itself would be an entity whose mangled name spells the
+// node's whole subgraph.
+template <class Op, std::size_t Control>
+struct node_facts : expression_base {
+    using op = Op;
+    static constexpr op_kind kind = Op::kind;
+    static constexpr bool is_leaf = false;
+    /// Leading children that only order execution (control dependencies).
+    static constexpr std::size_t control_inputs = Control;
+};
+}  // namespace detail
+
 /// An operation node: the op tag `Op` (static attributes) applied to the
 /// children `C...`. A node is a shared handle to its immutable children, so
 /// copying it is cheap and never copies tensors; its identity at run time is
 /// the address of that shared state.
 template <class Op, class... C>
-class node : public detail::expression_base {
+class node : public detail::node_facts<Op, detail::control_inputs_of<typename Op::template traits<C...>>()> {
 public:
-    using op = Op;
     using traits = typename Op::template traits<C...>;
     using value_type = typename traits::value_type;
     using shape_type = typename traits::shape_type;
     using device = typename traits::device;
     using children_list = meta::list<C...>;
-    static constexpr op_kind kind = Op::kind;
-    static constexpr bool is_leaf = false;
-    /// Leading children that only order execution (control dependencies).
-    static constexpr std::size_t control_inputs = [] {
-        if constexpr (requires { traits::control_inputs; }) return std::size_t{traits::control_inputs};
-        else return std::size_t{0};
-    }();
 
     /// Use make_node or the op functions. The tag keeps this constructor out
     /// of implicit-conversion checks between node types, which otherwise

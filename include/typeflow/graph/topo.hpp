@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
+#include <unordered_set>
 
 #include <typeflow/core/type_list.hpp>
 #include <typeflow/expr/node.hpp>
@@ -79,13 +80,24 @@ struct is_assign<N> : std::bool_constant<N::op::is_assign> {};
 template <class N>
 inline constexpr bool is_assign_v = is_assign<N>::value;
 
-/// The keys of a node's children (see meta::type_key), in order.
-template <class N, class L = typename N::children_list>
-struct child_keys;
-template <class N, class... C>
-struct child_keys<N, meta::list<C...>> {
-    static constexpr const void* keys[sizeof...(C) + 1] = {&meta::type_key<C>..., nullptr};
+/// The positions in Nodes of a node's children, as an index_sequence (a type:
+/// no entity with a mangled name is made per node).
+template <class Nodes, class N, class L = typename N::children_list>
+struct child_indices;
+template <class Nodes, class N, class... C>
+struct child_indices<Nodes, N, meta::list<C...>> {
+    using type = std::index_sequence<meta::index_of<Nodes, C>::value...>;
 };
+// Appends the edges of parent p (children at positions I...), keyed on the positions alone.
+template <std::size_t... I>
+constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t control, std::index_sequence<I...>) {
+    if constexpr (sizeof...(I) > 0) {
+        std::size_t j = 0;
+        ((e[k++] = edge{p, I, j++ < control}), ...);
+    } else {
+        (void)e, (void)k, (void)p, (void)control;
+    }
+}
 
 template <class Nodes, class Fetches>
 struct info;
@@ -100,23 +112,21 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
 
     static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
 
-    // Edges: each node type lists its children by address of a per-type key
-    // (child_keys, keyed on the node alone), and one constexpr loop finds their
-    // positions. No template is instantiated per node and graph to list edges.
+    // Edges: the children's positions, found by index_of (which the fused
+    // regions need for every node anyway).
     static constexpr std::array<edge, edge_count> edges = [] {
         std::array<edge, edge_count> e{};
-        const void* const key[] = {&meta::type_key<Ts>..., nullptr};
-        const void* const* const kids[] = {child_keys<Ts>::keys..., nullptr};
-        const std::size_t arity[] = {Ts::children_list::size..., 0};
-        const std::size_t control[] = {Ts::control_inputs..., 0};
-        std::size_t k = 0;
-        for (std::size_t p = 0; p < size; ++p)
-            for (std::size_t j = 0; j < arity[p]; ++j) {
-                std::size_t c = p;  // children come before their parent, usually just before
-                while (c > 0 && key[c - 1] != kids[p][j]) --c;
-                e[k++] = edge{p, c - 1, j < control[p]};
-            }
+        std::size_t k = 0, p = 0;
+        (put_edges(e.data(), k, p++, Ts::control_inputs, typename child_indices<nodes, Ts>::type{}), ...);
         return e;
+    }();
+
+    /// Node p's edges are edges[first_edge[p]] .. edges[first_edge[p + 1] - 1], in child order.
+    static constexpr std::array<std::size_t, size + 1> first_edge = [] {
+        std::array<std::size_t, size + 1> f{};
+        for (const edge& e : edges) ++f[e.parent + 1];
+        for (std::size_t i = 0; i < size; ++i) f[i + 1] += f[i];
+        return f;
     }();
 
     static constexpr std::array<node_flags, size> flags = [] {
@@ -143,6 +153,38 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     template <class T>
     using materialized = std::bool_constant<flags[index<T>::value].materialized>;
 };
+
+/// Finds the object of every node below object `o` of node i: obj[j] is the
+/// first object found for node j. An operation node's children are its
+/// state's slots in order, and the edges say which node each is, so this is
+/// one plain function, not one per node type. Returns the first impure node
+/// reached through two distinct objects, or `none` (grad refuses those).
+inline constexpr std::size_t no_node = ~std::size_t{0};
+inline std::size_t collect_objects(const edge* edges, const std::size_t* first_edge, const node_flags* flags,
+                                   std::size_t i, const void* o, const void** obj,
+                                   std::unordered_set<const void*>& seen) {
+    if (flags[i].leaf) {
+        if (!obj[i]) obj[i] = o;
+        return no_node;
+    }
+    const typeflow::detail::node_state* s = static_cast<const typeflow::detail::node_handle*>(o)->get();
+    if (!seen.insert(s).second) return no_node;
+    std::size_t clash = no_node;
+    if (!obj[i]) obj[i] = o;
+    else if (!flags[i].pure) clash = i;
+    for (std::size_t k = first_edge[i]; k < first_edge[i + 1]; ++k) {
+        const std::size_t c = collect_objects(edges, first_edge, flags, edges[k].child, s->slots()[k - first_edge[i]].bytes, obj, seen);
+        if (clash == no_node) clash = c;
+    }
+    return clash;
+}
+/// The objects of every node of graph G, from the object of its last node (the
+/// only fetch): see collect_objects.
+template <class G>
+std::size_t find_objects(const void* root, const void** obj) {
+    std::unordered_set<const void*> seen;
+    return collect_objects(G::edges.data(), G::first_edge.data(), G::flags.data(), G::size - 1, root, obj, seen);
+}
 
 /// The compile-time graph of the fetches Fs...
 template <class... Fs>

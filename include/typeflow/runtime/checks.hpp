@@ -2,6 +2,7 @@
 // Plain functions, compiled once per translation unit rather than once per
 // node type.
 #pragma once
+#include <typeflow/core/config.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -13,51 +14,21 @@
 namespace typeflow::runtime {
 
 /// Records that variable `name` has storage `id`; throws if another storage has that name.
-inline void register_variable(std::unordered_map<std::string, const void*>& names, std::string_view name,
-                              const void* id) {
-    auto [it, fresh] = names.emplace(std::string(name), id);
-    if (!fresh && it->second != id)
-        throw error("two distinct variables share the name '" + std::string(name) +
-                    "'; a variable's name is its identity, so give each its own");
-}
+TYPEFLOW_DECL void register_variable(std::unordered_map<std::string, const void*>& names, std::string_view name,
+                              const void* id);
 
 /// Checks one placeholder's feed (`fed` false: none was given).
-inline void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,
-                       const void* data) {
-    if (!fed)
-        throw error("placeholder '" + std::string(name) + "' (" + std::string(dtype_name(dt)) + ", shape " +
-                    to_string(want) + ") must be fed: the fetched nodes depend on it");
-    bool ok = got.rank == want.rank;
-    for (std::size_t i = 0; ok && i < want.rank; ++i) ok = (want.d[i] == dyn ? got.d[i] >= 0 : got.d[i] == want.d[i]);
-    if (!ok)
-        throw error("feed for placeholder '" + std::string(name) + "': expected shape " + to_string(want) + ", got " +
-                    to_string(got));
-    if (!data && got.numel() > 0) throw error("feed for placeholder '" + std::string(name) + "': no data (null pointer)");
-}
+TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,
+                       const void* data);
 
 /// The numpy broadcast of n operand extents, or an error naming op and all shapes.
-inline dims broadcast_operands(std::string_view op, const dims* const* ds, std::size_t n) {
-    dims out = *ds[0];
-    bool ok = true;
-    for (std::size_t i = 1; i < n && ok; ++i) {
-        const broadcast_result r = broadcast_dims(out, *ds[i]);
-        ok = r.ok;
-        out = r.out;
-    }
-    if (!ok) {
-        std::string shapes;
-        for (std::size_t i = 0; i < n; ++i) shapes += (i ? " and " : "") + to_string(*ds[i]);
-        throw error(std::string(op) + ": shapes " + shapes + " do not broadcast");
-    }
-    return out;
-}
+TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds, std::size_t n);
 
 /// Checks that a value of extents e fits variable `var` of extents v.
-inline void check_assign_fits(std::string_view op, std::string_view var, const dims& v, const dims& e) {
-    const broadcast_result r = broadcast_dims(v, e);
-    if (!r.ok || !(r.out == v))
-        throw error(std::string(op) + " to variable '" + std::string(var) + "': a value of shape " + to_string(e) +
-                    " does not fit shape " + to_string(v));
-}
+TYPEFLOW_DECL void check_assign_fits(std::string_view op, std::string_view var, const dims& v, const dims& e);
 
 }  // namespace typeflow::runtime
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/runtime/impl/checks.ipp>
+#endif

@@ -1,6 +1,7 @@
 // typeflow/runtime/memory_plan.hpp — offsets of buffers in one arena, reusing
 // memory between buffers whose lifetimes do not overlap.
 #pragma once
+#include <typeflow/core/config.hpp>
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -18,31 +19,10 @@ inline constexpr std::size_t arena_alignment = 64;
 
 /// Places every request in one arena (largest first, lowest fitting offset
 /// among the buffers live at the same time); returns the arena size.
-inline std::size_t plan_memory(std::vector<buffer_request>& reqs) {
-    std::vector<std::size_t> order(reqs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return reqs[a].bytes > reqs[b].bytes; });
-    std::vector<std::size_t> placed;
-    std::size_t total = 0;
-    for (std::size_t i : order) {
-        buffer_request& r = reqs[i];
-        const std::size_t size = (r.bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
-        // blocks already placed that are live at the same time, by offset
-        std::vector<std::size_t> live;
-        for (std::size_t j : placed)
-            if (!(reqs[j].last < r.first || r.last < reqs[j].first)) live.push_back(j);
-        std::sort(live.begin(), live.end(), [&](std::size_t a, std::size_t b) { return reqs[a].offset < reqs[b].offset; });
-        std::size_t off = 0;
-        for (std::size_t j : live) {
-            if (reqs[j].offset >= off + size) break;
-            const std::size_t end = reqs[j].offset + (reqs[j].bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
-            off = std::max(off, end);
-        }
-        r.offset = off;
-        total = std::max(total, off + size);
-        placed.push_back(i);
-    }
-    return total;
-}
+TYPEFLOW_DECL std::size_t plan_memory(std::vector<buffer_request>& reqs);
 
 }  // namespace typeflow::runtime
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/runtime/impl/memory_plan.ipp>
+#endif

@@ -9,6 +9,7 @@
 // the end of the run. Slot variables are named "<variable>/<slot>" (for
 // example "W1/m"), so checkpoints can hold them.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <numbers>
 #include <type_traits>
@@ -49,20 +50,6 @@ struct filter_trainable<Acc, meta::list<T, Ts...>> {
     using type = typename filter_trainable<typename keep_trainable<Acc, T>::type, meta::list<Ts...>>::type;
 };
 
-// The first object of type V below e.
-template <class V, class E>
-const V* find_object(const E& e, std::unordered_set<const void*>& seen) {
-    if constexpr (std::is_same_v<E, V>) {
-        return &e;
-    } else if constexpr (E::is_leaf) {
-        return nullptr;
-    } else {
-        if (!seen.insert(e.identity()).second) return nullptr;
-        const V* found = nullptr;
-        e.apply_children([&](const auto&... c) { ((found = found ? found : find_object<V>(c, seen)), ...); });
-        return found;
-    }
-}
 }  // namespace detail
 
 /// The trainable variables (floating point, not non_trainable_variable) that
@@ -190,13 +177,11 @@ private:
     static auto with_trainable(const L& loss, F&& f) {
         using Vars = trainable_variables_t<L>;
         static_assert(Vars::size > 0, "typeflow: minimize: the loss reaches no trainable variable");
+        using G = graph::graph_of<L>;
+        std::array<const void*, G::size> obj{};
+        graph::find_objects<G>(&loss, obj.data());
         return [&]<class... V>(meta::list<V...>) {
-            std::unordered_set<const void*> seen;
-            const auto one = [&]<class W>(std::type_identity<W>) -> const W& {
-                seen.clear();
-                return *detail::find_object<W>(loss, seen);
-            };
-            return f(one(std::type_identity<V>{})...);
+            return f(*static_cast<const V*>(obj[G::template index<V>::value])...);
         }(Vars{});
     }
 };

@@ -1,0 +1,19 @@
+// typeflow/src.hpp — typeflow's plain runtime code, for separate compilation.
+//
+// Define TYPEFLOW_SEPARATE_COMPILATION in every translation unit of the
+// program (CMake: target_compile_definitions(app PRIVATE
+// TYPEFLOW_SEPARATE_COMPILATION)) and include this header in exactly one
+// source file. Without the macro typeflow is header-only and this header is
+// not needed.
+#pragma once
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#error "typeflow/src.hpp: define TYPEFLOW_SEPARATE_COMPILATION in every translation unit (see typeflow/core/config.hpp)"
+#endif
+
+#include <typeflow/typeflow.hpp>
+
+#include <typeflow/backend/eigen/impl/fused.ipp>
+#include <typeflow/core/impl/shape.ipp>
+#include <typeflow/runtime/impl/checks.ipp>
+#include <typeflow/runtime/impl/memory_plan.ipp>
+#include <typeflow/runtime/impl/plan_core.ipp>
