@@ -38,7 +38,8 @@ using request = std::shared_ptr<detail::req_state>;
 /// (rendezvous, one message each way per task), then to every lower-ranked
 /// task; each connection is authenticated with HMAC-SHA256 over the shared
 /// secret. Receives, heartbeats and bootstrap run on one internal I/O thread;
-/// data frames are written by the thread that calls `send`. Any failure (a peer that dies,
+/// data frames are written by the thread that calls `send`, long ones by a
+/// sender thread. Any failure (a peer that dies,
 /// goes silent for `heartbeat_timeout`, sends a bad or unexpected frame, or a
 /// deadline that passes) fails the transport for good: every pending and
 /// later operation throws `error` naming the peer, and the other tasks are
@@ -65,10 +66,14 @@ public:
     /// straight from `payload` (no copy); `payload` must stay valid and
     /// unchanged until the request completes.
     ///
-    /// The calling thread writes the frame itself (no hand-off to the I/O
-    /// thread), so the request is normally complete on return; while the
-    /// peer's socket is full it waits for room until `deadline` (default:
-    /// now + op_timeout), which fails the transport when it passes.
+    /// A frame shorter than `send_thread_bytes` is written by the calling
+    /// thread itself (no hand-off), so the request is normally complete on
+    /// return; while the peer's socket is full it waits for room until
+    /// `deadline` (default: now + op_timeout), which fails the transport
+    /// when it passes. Longer frames (and any frame behind them to the same
+    /// peer) are queued to the transport's sender thread, which writes them
+    /// in order under the same deadline while the caller goes on; `wait`
+    /// on such a request reads the caller's sockets until it is written.
     request send(int peer, const frame_header& h, const void* payload);
     request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline);
     /// Starts receiving the next data frame from `peer` into `payload`. The
