@@ -10,6 +10,7 @@
 #include <typeflow/dist/options.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -76,6 +77,12 @@ public:
     /// on such a request reads the caller's sockets until it is written.
     request send(int peer, const frame_header& h, const void* payload);
     request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline);
+    /// As above, but `prepare` fills the payload first: on the sender thread
+    /// when the frame goes there (so the caller goes on meanwhile), else at
+    /// once. The payload counts as in flight (no receive lands in it) from
+    /// this call on. `prepare` does not run once the transport has failed.
+    request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline,
+                 std::function<void()> prepare);
     /// Starts receiving the next data frame from `peer` into `payload`. The
     /// frame's header must equal `expected`, else the transport fails with a
     /// mismatch error naming both headers. Bytes still being read by a queued

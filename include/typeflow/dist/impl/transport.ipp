@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -72,6 +73,7 @@ struct req_state {
     int peer = -1;
     bool is_send = false;
     bool queued = false; // a data frame written by the sender thread
+    std::function<void()> prepare; // queued: fills the payload first, on the sender thread
     std::atomic<int> state{0};
 };
 
@@ -1237,6 +1239,13 @@ struct transport_impl {
                 sq.pop_front();
             }
             auto& p = *peers[static_cast<std::size_t>(r->peer)];
+            if (r->prepare) {
+                // Under sender_io_mu, like a write: once `failed` is set no
+                // user buffer is touched.
+                std::lock_guard lk(sender_io_mu);
+                if (!failed.load() && !failing_flag.load()) r->prepare(); // else caller_write writes nothing
+                r->prepare = nullptr;
+            }
             const bool ok = caller_write(p, *r, r->deadline, true);
             p.queued.fetch_sub(1);
             if (ok) r->state.store(1, std::memory_order_release);
@@ -1608,6 +1617,11 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
 
 inline request transport::send(int peer, const frame_header& h, const void* payload,
                                std::chrono::steady_clock::time_point deadline) {
+    return send(peer, h, payload, deadline, {});
+}
+
+inline request transport::send(int peer, const frame_header& h, const void* payload,
+                               std::chrono::steady_clock::time_point deadline, std::function<void()> prepare) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("send: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -1621,9 +1635,11 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     if (impl_->use_sender(p, *r)) { // written by the sender thread
         r->deadline = deadline;
         r->queued = true;
+        r->prepare = std::move(prepare);
         impl_->queue_send(p, r);
         return r;
     }
+    if (prepare) prepare();
     // Written here, by the calling thread; on failure the request stays
     // pending and `wait` reports the transport's failure.
     if (impl_->caller_write(p, *r, deadline)) r->state.store(1, std::memory_order_release);
