@@ -388,6 +388,30 @@ TEST_CASE("two tasks waiting for their queued sends to each other keep reading")
     CHECK(b1 == a0);
 }
 
+TEST_CASE("sockets a caller took over and left idle still carry heartbeats and aborts") {
+    // After an exchange both callers own their sockets (the I/O thread has
+    // stopped watching them); idle for 4 heartbeat timeouts, the transports
+    // must stay healthy (heartbeats are read once the tick takes the
+    // sockets back), and an abort must still reach the peer.
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2, R"({"heartbeat_timeout_ms": 300})"));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(100, 3), b(100, 0);
+    for (std::uint64_t seq = 1; seq <= 2; ++seq) {
+        auto r = ts[1]->recv(0, slice(e, seq, 100, 0, 100), b.data());
+        ts[0]->wait(ts[0]->send(1, slice(e, seq, 100, 0, 100), a.data()), soon());
+        ts[1]->wait(r, soon());
+        CHECK(b == a);
+        std::this_thread::sleep_for(1200ms);
+        CHECK_FALSE(ts[0]->failed());
+        CHECK_FALSE(ts[1]->failed());
+    }
+    CHECK(ts[0]->stats().heartbeats_sent > 0);
+    auto r = ts[1]->recv(0, slice(e, 3, 100, 0, 100), b.data());
+    ts[0]->abort("test abort");
+    CHECK_THROWS_WITH(ts[1]->wait(r, soon(2s)), Contains("aborted by worker:0") && Contains("test abort"));
+}
+
 TEST_CASE("sends are written by the caller: complete on return when the socket has room") {
     auto ts = start_all(tfd_test::local_specs(2));
     auto e = ts[0]->epoch();

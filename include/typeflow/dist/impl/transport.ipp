@@ -86,6 +86,16 @@ struct peer_state {
     int rank = -1;
     std::string name;
     std::shared_ptr<tcp::socket> sock;
+    /// The socket's descriptor, fixed at attach: callers read and write it
+    /// directly. The I/O thread's asio socket `sock` holds it only while the
+    /// I/O thread watches it (`watched`); while a caller owns the socket it
+    /// is released from asio's reactor, so the stream of data the caller
+    /// reads does not wake the I/O thread for every packet.
+    int fd = -1;
+    tcp protocol = tcp::v4();
+    bool watched = false;      // I/O thread: `sock` holds `fd` (registered with the reactor)
+    bool parked_owned = false; // I/O thread: the reader stands back for a caller
+    std::atomic<bool> fd_closed{false};
     std::deque<std::shared_ptr<req_state>> sendq;
     bool writing = false;
     std::deque<std::shared_ptr<req_state>> recvq;
@@ -228,9 +238,29 @@ struct transport_impl {
         notify();
     }
 
-    static void raw_send(tcp::socket& s, const void* data, std::size_t n) {
+    static void raw_send(int fd, const void* data, std::size_t n) {
         // Best effort, never blocks: used only for abort/refusal frames.
-        (void)::send(s.native_handle(), data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)::send(fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    static void raw_send(tcp::socket& s, const void* data, std::size_t n) { raw_send(s.native_handle(), data, n); }
+
+    /// I/O thread: hands p's descriptor to the reactor (before any asio
+    /// operation on `p.sock`).
+    void watch(peer_state& p) {
+        if (p.watched || p.fd_closed.load()) return;
+        error_code ec;
+        p.sock->assign(p.protocol, p.fd, ec);
+        if (ec) return fail(p.name + ": cannot watch the connection: " + ec.message());
+        p.watched = true;
+    }
+
+    /// I/O thread: takes p's descriptor out of the reactor while a caller
+    /// owns it and no asio write is in progress.
+    void unwatch(peer_state& p) {
+        if (!p.watched || p.writing || !p.sendq.empty()) return;
+        error_code ec;
+        (void)p.sock->release(ec);
+        if (!ec) p.watched = false;
     }
 
     static std::vector<std::byte> abort_frame(const std::string& reason) {
@@ -260,7 +290,7 @@ struct transport_impl {
         abort_bytes = abort_frame(reason);
         bool wait_for_writes = false;
         for (auto& p : peers) {
-            if (!p->sock || !p->sock->is_open()) continue;
+            if (!p->sock || p->fd_closed.load()) continue;
             if (p->writing) wait_for_writes = true;
             else if (!p->wmu.try_lock()) wait_for_writes = true; // a caller is writing a frame
             else {
@@ -282,9 +312,9 @@ struct transport_impl {
 
     /// I/O thread, while failing, holding p.wmu: the abort frame, once.
     void send_abort(peer_state& p) {
-        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || !p.sock->is_open()) return;
+        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || p.fd_closed.load()) return;
         p.abort_sent = true;
-        raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+        raw_send(p.fd, abort_bytes.data(), abort_bytes.size());
     }
 
     /// I/O thread, while failing: a caller finished (or gave up) writing to `p`.
@@ -307,10 +337,10 @@ struct transport_impl {
     void finalize_failure() {
         if (failed.load()) return;
         for (auto& p : peers) {
-            if (!p->sock || !p->sock->is_open()) continue;
+            if (!p->sock || p->fd_closed.load()) continue;
             error_code ec;
-            p->sock->cancel(ec);
-            p->sock->shutdown(tcp::socket::shutdown_both, ec);
+            if (p->watched) p->sock->cancel(ec);
+            ::shutdown(p->fd, SHUT_RDWR);
             p->wake->cancel();
         }
         if (acceptor) {
@@ -607,6 +637,9 @@ struct transport_impl {
         auto& p = *peers[r];
         error_code ec;
         s->set_option(tcp::no_delay(true), ec);
+        p.protocol = s->local_endpoint(ec).protocol();
+        p.fd = s->native_handle();
+        p.watched = true;
         p.sock = std::move(s);
         p.stage = std::make_unique_for_overwrite<std::byte[]>(stage_bytes);
         touch(p);
@@ -845,7 +878,7 @@ struct transport_impl {
     /// (failure or end of stream, already reported).
     rx pump(peer_state& p, bool on_io, const req_state* r = nullptr) {
         if (p.rx_closed.load() || !p.sock) return rx::stop;
-        const int fd = p.sock->native_handle();
+        const int fd = p.fd;
         std::byte* st = p.stage.get();
         for (;;) {
             if (failing_flag.load()) return rx::stop;
@@ -959,6 +992,8 @@ struct transport_impl {
         };
         for (;;) {
             if (need_wait) {
+                watch(p);
+                if (failing) co_return;
                 error_code ec;
                 co_await sock->async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
                 if (failing || closing.load() || p.rx_closed.load()) co_return;
@@ -967,7 +1002,10 @@ struct transport_impl {
             need_wait = true;
             if (failing || closing.load() || p.rx_closed.load()) co_return;
             if (p.caller_owned.load()) { // a caller reads this socket; wait to be handed it back
+                unwatch(p);
+                p.parked_owned = true;
                 co_await park();
+                p.parked_owned = false;
                 need_wait = false;
                 continue;
             }
@@ -1083,6 +1121,8 @@ struct transport_impl {
             if (!p.wmu.try_lock()) return;
             p.io_write_wanted.store(false);
         }
+        watch(p);
+        if (failing) return p.wmu.unlock();
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
@@ -1098,12 +1138,10 @@ struct transport_impl {
                 redeliver();
             }
             else if (r->h.type == frame_type::heartbeat) n_heartbeats.fetch_add(1, std::memory_order_relaxed);
-            if (r->h.type == frame_type::goodbye) {
-                error_code ignored;
-                p.sock->shutdown(tcp::socket::shutdown_send, ignored);
-            }
+            if (r->h.type == frame_type::goodbye) ::shutdown(p.fd, SHUT_WR);
             complete(r);
             if (!p.sendq.empty()) start_write(p);
+            else if (p.parked_owned) unwatch(p);
         });
     }
 
@@ -1299,7 +1337,7 @@ struct transport_impl {
                 const rx k = pump(*q, false);
                 unlock_rx(*q);
                 if (k != rx::again) continue;
-                pf[nf++] = pollfd{q->sock->native_handle(), POLLIN, 0};
+                pf[nf++] = pollfd{q->fd, POLLIN, 0};
             }
             if (r.state.load(std::memory_order_acquire)) return;
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
@@ -1314,7 +1352,7 @@ struct transport_impl {
     static constexpr int max_poll = 64;
 
     bool write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile = true) {
-        const int fd = p.sock->native_handle();
+        const int fd = p.fd;
         iovec iov[2];
         iov[0].iov_base = r.wire.data();
         iov[0].iov_len = r.wire.size();
@@ -1378,7 +1416,7 @@ struct transport_impl {
                     const rx k = pump(*q, false);
                     unlock_rx(*q);
                     if (k != rx::again) continue;
-                    pf[nf++] = pollfd{q->sock->native_handle(), POLLIN, 0};
+                    pf[nf++] = pollfd{q->fd, POLLIN, 0};
                 }
                 const int k = ::poll(pf, static_cast<nfds_t>(nf), 10);
                 if (k < 0 && errno != EINTR) break;
@@ -1477,7 +1515,7 @@ struct transport_impl {
             }
             p.caller_owned.store(true);
             rx k = pump(p, false, &r);
-            const int fd = p.sock->native_handle();
+            const int fd = p.fd;
             // Poll the socket without sleeping for spin_wait (yielding to
             // other runnable threads), then sleep in poll().
             const auto spin_until = clock::now() + opt.spin_wait;
@@ -1573,8 +1611,14 @@ struct transport_impl {
                 error_code ec;
                 for (auto& p : peers)
                     if (p->sock) {
-                        p->sock->cancel(ec);
-                        p->sock->close(ec);
+                        if (p->watched) {
+                            p->sock->cancel(ec);
+                            p->sock->close(ec);
+                        } else if (!p->fd_closed.load()) {
+                            ::close(p->fd);
+                        }
+                        p->fd_closed.store(true);
+                        p->watched = false;
                         p->wake->cancel();
                     }
                 if (acceptor) acceptor->close(ec);
