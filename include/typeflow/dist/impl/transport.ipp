@@ -4,7 +4,8 @@
 // Threading: one I/O thread runs the io_context (bootstrap, heartbeats,
 // control frames) and reads the sockets no caller has taken over. Data frames
 // are written by the calling thread itself (scatter-gather `sendmsg`, polling
-// for room when the socket is full, reading its own sockets meanwhile);
+// for room when the socket is full, reading its own sockets meanwhile), long
+// ones by a sender thread (see "sending through the sender thread");
 // frames of the I/O thread (heartbeat, goodbye, control, abort) and the
 // caller's writes are serialized per peer by `peer_state::wmu`, held for a
 // whole frame so frames never interleave. Receives are posted by the caller
