@@ -1,5 +1,5 @@
 // typeflow ring all_reduce (float32 sum, in place), run under typeflow-launch.
-//   bench_typeflow [min_bytes max_bytes iters segment_bytes]
+//   bench_typeflow [min_bytes max_bytes iters segment_bytes send_thread_bytes]
 #include <typeflow/dist.hpp>
 
 #include "bench_common.hpp"
@@ -10,7 +10,9 @@ int main(int argc, char** argv) {
     std::size_t lo = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 4096;
     std::size_t hi = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : std::size_t{64} << 20;
     int iters = argc > 3 ? std::atoi(argv[3]) : 0;
-    tfd::ring_collective c(tfd::cluster_spec::from_env());
+    auto spec = tfd::cluster_spec::from_env();
+    if (argc > 5 && std::atoll(argv[5]) > 0) spec.options.send_thread_bytes = std::strtoull(argv[5], nullptr, 10);
+    tfd::ring_collective c(spec);
     if (argc > 4 && std::atoll(argv[4]) > 0) c.set_segment_bytes(std::strtoull(argv[4], nullptr, 10));
     int rc = bench::allreduce_sweep("typeflow", c.rank(), c.size(), lo, hi, iters,
                                     [&](float* p, std::size_t n) { c.all_reduce(p, p, n, tfd::dtype::float32, tfd::reduce_op::sum); },

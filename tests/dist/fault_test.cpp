@@ -2,9 +2,10 @@
 // stops; every other task must fail with an error naming it, within a bound.
 //
 //   fault_test kill VICTIM DELAY_MS FROM FILE   VICTIM SIGKILLs itself DELAY_MS after FROM
-//                                               (start: process start, loop: first collective)
+//                                               (start: process start, loop: first collective);
+//                                               odd DELAY_MS: frames written by the sender thread
 //   fault_test stop VICTIM HB_MS FILE           VICTIM SIGSTOPs itself during the 20th all_reduce;
-//                                               heartbeat timeout HB_MS
+//                                               heartbeat timeout HB_MS (3 tasks: sender thread)
 //   fault_test mismatch KIND                    task 1 calls a different collective (KIND=op)
 //                                               or size (KIND=size)
 //
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
         const std::string file = argv[5];
         const std::string victim_name = spec.task_of(victim).name();
         spec.options.connect_timeout = std::chrono::milliseconds(2000);
+        // Odd delays: every ring frame goes through the sender thread.
+        if (delay_ms % 2) spec.options.send_thread_bytes = 16 * 1024;
         auto killer = [&] {
             std::thread([=] {
                 std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -139,6 +142,8 @@ int main(int argc, char** argv) {
         const std::string file = argv[4];
         const std::string victim_name = spec.task_of(victim).name();
         spec.options.heartbeat_timeout = std::chrono::milliseconds(hb_ms);
+        // With 3 tasks every ring frame goes through the sender thread.
+        if (spec.size() == 3) spec.options.send_thread_bytes = 16 * 1024;
         if (rank != victim) start_watchdog(file, rank, 2.0 * hb_ms);
         try {
             tfd::ring_collective c(spec);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Fault tests driven through typeflow-launch.
 # usage: fault_test.sh LAUNCHER FAULT_TEST MODE
-#   kill      SIGKILL of a task during collectives, 2, 3 and 4 tasks
+#   kill      SIGKILL of a task during collectives, 2, 3 and 4 tasks (caller and sender-thread writes)
 #   stop      SIGSTOP of a task, heartbeat bound 1000 ms
 #   mismatch  a different collective, size or dtype on one task
 #   loop      >= 100 SIGKILLs at random points (fixed seed), zero hangs
@@ -25,8 +25,10 @@ case $MODE in
 kill)
   for n in 2 3 4; do
     for v in 0 $((n - 1)); do
-      rm -f "$dir/mark"; run $n kill $v 150 loop "$dir/mark"
-      echo "$out" | grep DETECTED-OK
+      for d in 150 151; do # 151: frames written by the sender thread
+        rm -f "$dir/mark"; run $n kill $v $d loop "$dir/mark"
+        echo "$out" | grep DETECTED-OK
+      done
     done
   done ;;
 stop)

@@ -9,6 +9,7 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <numeric>
@@ -290,7 +291,9 @@ TEST_CASE("a receive that passes its deadline fails the transport and tells the 
 TEST_CASE("a send to a peer that stops reading passes its deadline and fails the transport") {
     tfd_test::log_capture logs;
     // worker:1 buffers at most 64 KiB of unposted data, then stops reading.
-    auto ts = start_all(tfd_test::local_specs(2, R"({"max_unexpected_bytes": 65536, "heartbeat_timeout_ms": 1000})"));
+    // send_thread_bytes above the frame: the caller writes it (and blocks).
+    auto ts = start_all(tfd_test::local_specs(
+        2, R"({"max_unexpected_bytes": 65536, "heartbeat_timeout_ms": 1000, "send_thread_bytes": 1073741824})"));
     auto e = ts[0]->epoch();
     std::vector<int> a(std::size_t{8} << 20, 7); // 32 MiB: more than the socket buffers hold
     const auto t0 = clock_type::now();
@@ -300,6 +303,113 @@ TEST_CASE("a send to a peer that stops reading passes its deadline and fails the
     CHECK_FALSE(ts[0]->done(r));
     CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("timed out sending data broadcast seq 1") && Contains("to worker:1"));
     CHECK(ts[0]->failed());
+}
+
+TEST_CASE("a long send is queued to the sender thread: it returns at once and passes its deadline the same way") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2, R"({"max_unexpected_bytes": 65536, "heartbeat_timeout_ms": 1000})"));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(std::size_t{8} << 20, 7); // 32 MiB, above send_thread_bytes
+    const auto t0 = clock_type::now();
+    auto r = ts[0]->send(1, slice(e, 1, a.size(), 0, a.size()), a.data(), clock_type::now() + 300ms);
+    CHECK(clock_type::now() - t0 < 100ms);
+    CHECK_FALSE(ts[0]->done(r));
+    CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("timed out sending data broadcast seq 1") && Contains("to worker:1"));
+    CHECK(clock_type::now() - t0 >= 250ms);
+    CHECK(clock_type::now() - t0 < 2s);
+    CHECK(ts[0]->failed());
+}
+
+TEST_CASE("frames to one peer keep their order across the sender thread and the caller") {
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    const std::size_t n = std::size_t{1} << 20; // 4 MiB: queued
+    std::vector<int> a(n), b(n, 0), c(1000, 0), d(1000, 0);
+    std::iota(a.begin(), a.end(), 11);
+    std::vector<int> small(1000);
+    std::iota(small.begin(), small.end(), -500);
+    auto s1 = ts[0]->send(1, slice(e, 1, n, 0, n), a.data());
+    auto s2 = ts[0]->send(1, slice(e, 2, 1000, 0, 1000), small.data()); // short, but behind a queued frame
+    auto s3 = ts[0]->send(1, slice(e, 3, 1000, 0, 1000), small.data());
+    auto r1 = ts[1]->recv(0, slice(e, 1, n, 0, n), b.data());
+    auto r2 = ts[1]->recv(0, slice(e, 2, 1000, 0, 1000), c.data());
+    auto r3 = ts[1]->recv(0, slice(e, 3, 1000, 0, 1000), d.data());
+    auto waiter = std::async(std::launch::async, [&] {
+        for (auto* r : {&r1, &r2, &r3}) ts[1]->wait(*r, soon());
+    });
+    for (auto* r : {&s1, &s2, &s3}) ts[0]->wait(*r, soon());
+    waiter.get();
+    CHECK(b == a);
+    CHECK(c == small);
+    CHECK(d == small);
+    CHECK(ts[0]->stats().data_frames_sent == 3);
+}
+
+TEST_CASE("a receive never overwrites a payload still queued for sending") {
+    // worker:1 stops reading after 64 KiB of unposted data, so the 8 MiB
+    // frame stays in flight while worker:1's reply arrives into its bytes.
+    auto ts = start_all(tfd_test::local_specs(2, R"({"max_unexpected_bytes": 65536})"));
+    auto e = ts[0]->epoch();
+    const std::size_t n = std::size_t{2} << 20;
+    std::vector<int> a(n, 7), b(n, 0), reply(1000, 9);
+    auto s = ts[0]->send(1, slice(e, 1, n, 0, n), a.data());
+    auto r = ts[0]->recv(1, slice(e, 2, 1000, 0, 1000), a.data() + n - 1000); // the queued payload's unsent tail
+    auto waiter = std::async(std::launch::async, [&] { ts[0]->wait(r, soon()); });
+    ts[1]->wait(ts[1]->send(0, slice(e, 2, 1000, 0, 1000), reply.data()), soon());
+    std::this_thread::sleep_for(100ms); // the reply reaches worker:0 while the send is stuck
+    CHECK_FALSE(ts[0]->done(s));
+    ts[1]->wait(ts[1]->recv(0, slice(e, 1, n, 0, n), b.data()), soon());
+    waiter.get();
+    ts[0]->wait(s, soon());
+    CHECK(std::all_of(b.begin(), b.end(), [](int v) { return v == 7; })); // sent before it was overwritten
+    CHECK(std::equal(reply.begin(), reply.end(), a.end() - 1000));          // then the reply landed
+    CHECK(std::all_of(a.begin(), a.end() - 1000, [](int v) { return v == 7; }));
+    CHECK(ts[0]->stats().unexpected_frames == 1); // held back once
+}
+
+TEST_CASE("two tasks waiting for their queued sends to each other keep reading") {
+    // The heartbeat tick (which would take idle sockets back) is 3 s apart
+    // here, so only the waiting callers' own reads let this finish in time.
+    auto ts = start_all(tfd_test::local_specs(2, R"({"heartbeat_timeout_ms": 60000})"));
+    auto e = ts[0]->epoch();
+    const std::size_t n = std::size_t{8} << 20; // 32 MiB each way: more than the sockets hold
+    std::vector<int> a0(n, 1), a1(n, 2), b0(n, 0), b1(n, 0);
+    const auto t0 = clock_type::now();
+    auto side = [&](int me, std::vector<int>& out, std::vector<int>& in) {
+        auto s = ts[me]->send(1 - me, slice(e, 1, n, 0, n), out.data());
+        ts[me]->wait(s, soon()); // before the receive is posted
+        ts[me]->wait(ts[me]->recv(1 - me, slice(e, 1, n, 0, n), in.data()), soon());
+    };
+    auto other = std::async(std::launch::async, [&] { side(1, a1, b1); });
+    side(0, a0, b0);
+    other.get();
+    CHECK(clock_type::now() - t0 < 2s);
+    CHECK(b0 == a1);
+    CHECK(b1 == a0);
+}
+
+TEST_CASE("sockets a caller took over and left idle still carry heartbeats and aborts") {
+    // After an exchange both callers own their sockets (the I/O thread has
+    // stopped watching them); idle for 4 heartbeat timeouts, the transports
+    // must stay healthy (heartbeats are read once the tick takes the
+    // sockets back), and an abort must still reach the peer.
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(2, R"({"heartbeat_timeout_ms": 300})"));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(100, 3), b(100, 0);
+    for (std::uint64_t seq = 1; seq <= 2; ++seq) {
+        auto r = ts[1]->recv(0, slice(e, seq, 100, 0, 100), b.data());
+        ts[0]->wait(ts[0]->send(1, slice(e, seq, 100, 0, 100), a.data()), soon());
+        ts[1]->wait(r, soon());
+        CHECK(b == a);
+        std::this_thread::sleep_for(1200ms);
+        CHECK_FALSE(ts[0]->failed());
+        CHECK_FALSE(ts[1]->failed());
+    }
+    CHECK(ts[0]->stats().heartbeats_sent > 0);
+    auto r = ts[1]->recv(0, slice(e, 3, 100, 0, 100), b.data());
+    ts[0]->abort("test abort");
+    CHECK_THROWS_WITH(ts[1]->wait(r, soon(2s)), Contains("aborted by worker:0") && Contains("test abort"));
 }
 
 TEST_CASE("sends are written by the caller: complete on return when the socket has room") {

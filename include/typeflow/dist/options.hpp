@@ -26,6 +26,13 @@ struct transport_options {
     /// every frame); longer frames are read by the I/O thread, overlapping
     /// with the caller's reductions and sends (can help with spare cores).
     std::size_t caller_read_bytes = ~std::size_t{0};
+    /// Data frames of at least this many payload bytes are written by the
+    /// transport's sender thread (started on first use) instead of the
+    /// thread that calls `send`: the caller goes on receiving and reducing
+    /// while the frame is written, so sending, receiving and reducing
+    /// overlap. Shorter frames are written by the caller (no hand-off);
+    /// frames to one peer always leave in the order they were sent.
+    std::size_t send_thread_bytes = std::size_t{256} << 10;
     /// Largest payload of one frame; longer frames are refused.
     std::size_t max_frame_bytes = std::size_t{64} << 20;
     /// Collectives cut buffers into frames of at most this many bytes.

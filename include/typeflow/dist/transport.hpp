@@ -10,6 +10,7 @@
 #include <typeflow/dist/options.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,7 +39,8 @@ using request = std::shared_ptr<detail::req_state>;
 /// (rendezvous, one message each way per task), then to every lower-ranked
 /// task; each connection is authenticated with HMAC-SHA256 over the shared
 /// secret. Receives, heartbeats and bootstrap run on one internal I/O thread;
-/// data frames are written by the thread that calls `send`. Any failure (a peer that dies,
+/// data frames are written by the thread that calls `send`, long ones by a
+/// sender thread. Any failure (a peer that dies,
 /// goes silent for `heartbeat_timeout`, sends a bad or unexpected frame, or a
 /// deadline that passes) fails the transport for good: every pending and
 /// later operation throws `error` naming the peer, and the other tasks are
@@ -65,12 +67,22 @@ public:
     /// straight from `payload` (no copy); `payload` must stay valid and
     /// unchanged until the request completes.
     ///
-    /// The calling thread writes the frame itself (no hand-off to the I/O
-    /// thread), so the request is normally complete on return; while the
-    /// peer's socket is full it waits for room until `deadline` (default:
-    /// now + op_timeout), which fails the transport when it passes.
+    /// A frame shorter than `send_thread_bytes` is written by the calling
+    /// thread itself (no hand-off), so the request is normally complete on
+    /// return; while the peer's socket is full it waits for room until
+    /// `deadline` (default: now + op_timeout), which fails the transport
+    /// when it passes. Longer frames (and any frame behind them to the same
+    /// peer) are queued to the transport's sender thread, which writes them
+    /// in order under the same deadline while the caller goes on; `wait`
+    /// on such a request reads the caller's sockets until it is written.
     request send(int peer, const frame_header& h, const void* payload);
     request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline);
+    /// As above, but `prepare` fills the payload first: on the sender thread
+    /// when the frame goes there (so the caller goes on meanwhile), else at
+    /// once. The payload counts as in flight (no receive lands in it) from
+    /// this call on. `prepare` does not run once the transport has failed.
+    request send(int peer, const frame_header& h, const void* payload, std::chrono::steady_clock::time_point deadline,
+                 std::function<void()> prepare);
     /// Starts receiving the next data frame from `peer` into `payload`. The
     /// frame's header must equal `expected`, else the transport fails with a
     /// mismatch error naming both headers. Bytes still being read by a queued

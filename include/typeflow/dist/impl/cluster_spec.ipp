@@ -209,6 +209,7 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
                 else if (ok == "segment_bytes") opt.segment_bytes = static_cast<std::size_t>(n);
                 else if (ok == "max_unexpected_bytes") opt.max_unexpected_bytes = static_cast<std::size_t>(n);
                 else if (ok == "caller_read_bytes") opt.caller_read_bytes = static_cast<std::size_t>(n);
+                else if (ok == "send_thread_bytes") opt.send_thread_bytes = static_cast<std::size_t>(n);
                 else if (ok == "spin_wait_us") opt.spin_wait = std::chrono::microseconds(n);
                 else throw error(origin + ": options: unknown key \"" + ok + "\"");
             }

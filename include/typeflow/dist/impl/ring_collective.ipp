@@ -205,12 +205,17 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         const std::size_t n = it.e - it.b;
         std::byte* acc = scratch_.data() + at[i];
         std::byte* dst = gather_after ? out + it.b * es : final ? out + (it.b - own_begin) * es : acc;
-        detail::reduce(t, op, dst, acc, in + it.b * es, n, final && op == reduce_op::mean, N);
-        if (!final) {
-            sends.push_back(snd(next, header(code, t, red, total, it.b, n), dst));
-        } else if (gather_after) {
-            ag_sends.push_back(snd(next, header(code, t, red, total, it.b, n), dst));
+        const std::byte* local = in + it.b * es;
+        const bool div = final && op == reduce_op::mean;
+        if (final && !gather_after) {
+            detail::reduce(t, op, dst, acc, local, n, div, N);
+            continue;
         }
+        // Reduce, then send: both on the transport's sender thread for long
+        // frames, so this thread goes straight on to the next receive.
+        auto& q = final ? ag_sends : sends;
+        q.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst, send_deadline_,
+                             [=] { detail::reduce(t, op, dst, acc, local, n, div, N); }));
     }
     if (!gather_after) {
         for (auto& q : sends) t_->wait(q, dl);

@@ -4,7 +4,8 @@
 // Threading: one I/O thread runs the io_context (bootstrap, heartbeats,
 // control frames) and reads the sockets no caller has taken over. Data frames
 // are written by the calling thread itself (scatter-gather `sendmsg`, polling
-// for room when the socket is full, reading its own sockets meanwhile);
+// for room when the socket is full, reading its own sockets meanwhile), long
+// ones by a sender thread (see "sending through the sender thread");
 // frames of the I/O thread (heartbeat, goodbye, control, abort) and the
 // caller's writes are serialized per peer by `peer_state::wmu`, held for a
 // whole frame so frames never interleave. Receives are posted by the caller
@@ -35,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -42,6 +44,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <cerrno>
@@ -67,8 +70,11 @@ struct req_state {
     const void* src = nullptr;
     void* dst = nullptr;
     std::vector<std::byte> owned; // payload owned by the request (control, abort)
+    clock::time_point deadline{}; // queued: the write's deadline
     int peer = -1;
     bool is_send = false;
+    bool queued = false; // a data frame written by the sender thread
+    std::function<void()> prepare; // queued: fills the payload first, on the sender thread
     std::atomic<int> state{0};
 };
 
@@ -81,6 +87,16 @@ struct peer_state {
     int rank = -1;
     std::string name;
     std::shared_ptr<tcp::socket> sock;
+    /// The socket's descriptor, fixed at attach: callers read and write it
+    /// directly. The I/O thread's asio socket `sock` holds it only while the
+    /// I/O thread watches it (`watched`); while a caller owns the socket it
+    /// is released from asio's reactor, so the stream of data the caller
+    /// reads does not wake the I/O thread for every packet.
+    int fd = -1;
+    tcp protocol = tcp::v4();
+    bool watched = false;      // I/O thread: `sock` holds `fd` (registered with the reactor)
+    bool parked_owned = false; // I/O thread: the reader stands back for a caller
+    std::atomic<bool> fd_closed{false};
     std::deque<std::shared_ptr<req_state>> sendq;
     bool writing = false;
     std::deque<std::shared_ptr<req_state>> recvq;
@@ -99,6 +115,7 @@ struct peer_state {
     std::mutex wmu;
     std::atomic<bool> caller_writing{false}; // a caller holds wmu
     std::atomic<bool> io_write_wanted{false}; // the I/O thread has frames queued behind a caller's write
+    std::atomic<int> queued{0}; // data frames to this peer queued for the sender thread, not yet written
     bool abort_sent = false; // I/O thread
     std::atomic<bool> eof{false};
 
@@ -176,6 +193,20 @@ struct transport_impl {
 
     std::atomic<std::uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_heartbeats{0};
 
+    // Sender thread (see "sending" below): writes the long data frames
+    // callers queue, so a caller's receives and reductions overlap its writes.
+    std::thread sender;
+    std::mutex sq_mu;                            // guards sq, sq_stop
+    std::condition_variable sq_cv;
+    std::deque<std::shared_ptr<req_state>> sq;   // queued data frames, all peers, in order
+    bool sq_stop = false;
+    std::atomic<int> send_waiters{0};            // callers waiting for a queued send
+    int send_efd = -1;                           // eventfd: a queued send completed (or failure)
+    /// Held by the sender thread around each write syscall (after checking
+    /// `failed`) and by finalize_failure while it sets `failed`: once a
+    /// caller sees the failure, the sender reads no user buffer again.
+    std::mutex sender_io_mu;
+
 
     std::thread thread;
 
@@ -208,9 +239,29 @@ struct transport_impl {
         notify();
     }
 
-    static void raw_send(tcp::socket& s, const void* data, std::size_t n) {
+    static void raw_send(int fd, const void* data, std::size_t n) {
         // Best effort, never blocks: used only for abort/refusal frames.
-        (void)::send(s.native_handle(), data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)::send(fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    static void raw_send(tcp::socket& s, const void* data, std::size_t n) { raw_send(s.native_handle(), data, n); }
+
+    /// I/O thread: hands p's descriptor to the reactor (before any asio
+    /// operation on `p.sock`).
+    void watch(peer_state& p) {
+        if (p.watched || p.fd_closed.load()) return;
+        error_code ec;
+        p.sock->assign(p.protocol, p.fd, ec);
+        if (ec) return fail(p.name + ": cannot watch the connection: " + ec.message());
+        p.watched = true;
+    }
+
+    /// I/O thread: takes p's descriptor out of the reactor while a caller
+    /// owns it and no asio write is in progress.
+    void unwatch(peer_state& p) {
+        if (!p.watched || p.writing || !p.sendq.empty()) return;
+        error_code ec;
+        (void)p.sock->release(ec);
+        if (!ec) p.watched = false;
     }
 
     static std::vector<std::byte> abort_frame(const std::string& reason) {
@@ -240,7 +291,7 @@ struct transport_impl {
         abort_bytes = abort_frame(reason);
         bool wait_for_writes = false;
         for (auto& p : peers) {
-            if (!p->sock || !p->sock->is_open()) continue;
+            if (!p->sock || p->fd_closed.load()) continue;
             if (p->writing) wait_for_writes = true;
             else if (!p->wmu.try_lock()) wait_for_writes = true; // a caller is writing a frame
             else {
@@ -262,9 +313,9 @@ struct transport_impl {
 
     /// I/O thread, while failing, holding p.wmu: the abort frame, once.
     void send_abort(peer_state& p) {
-        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || !p.sock->is_open()) return;
+        if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || p.fd_closed.load()) return;
         p.abort_sent = true;
-        raw_send(*p.sock, abort_bytes.data(), abort_bytes.size());
+        raw_send(p.fd, abort_bytes.data(), abort_bytes.size());
     }
 
     /// I/O thread, while failing: a caller finished (or gave up) writing to `p`.
@@ -287,10 +338,10 @@ struct transport_impl {
     void finalize_failure() {
         if (failed.load()) return;
         for (auto& p : peers) {
-            if (!p->sock || !p->sock->is_open()) continue;
+            if (!p->sock || p->fd_closed.load()) continue;
             error_code ec;
-            p->sock->cancel(ec);
-            p->sock->shutdown(tcp::socket::shutdown_both, ec);
+            if (p->watched) p->sock->cancel(ec);
+            ::shutdown(p->fd, SHUT_RDWR);
             p->wake->cancel();
         }
         if (acceptor) {
@@ -301,9 +352,11 @@ struct transport_impl {
         epoch_event.cancel();
         fail_timer.cancel();
         {
+            std::lock_guard io_lk(sender_io_mu);
             std::lock_guard lk(mu);
             failed.store(true);
         }
+        signal_send_done();
         std::lock_guard lk(mu);
         cv.notify_all();
     }
@@ -585,6 +638,9 @@ struct transport_impl {
         auto& p = *peers[r];
         error_code ec;
         s->set_option(tcp::no_delay(true), ec);
+        p.protocol = s->local_endpoint(ec).protocol();
+        p.fd = s->native_handle();
+        p.watched = true;
         p.sock = std::move(s);
         p.stage = std::make_unique_for_overwrite<std::byte[]>(stage_bytes);
         touch(p);
@@ -823,7 +879,7 @@ struct transport_impl {
     /// (failure or end of stream, already reported).
     rx pump(peer_state& p, bool on_io, const req_state* r = nullptr) {
         if (p.rx_closed.load() || !p.sock) return rx::stop;
-        const int fd = p.sock->native_handle();
+        const int fd = p.fd;
         std::byte* st = p.stage.get();
         for (;;) {
             if (failing_flag.load()) return rx::stop;
@@ -937,6 +993,8 @@ struct transport_impl {
         };
         for (;;) {
             if (need_wait) {
+                watch(p);
+                if (failing) co_return;
                 error_code ec;
                 co_await sock->async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
                 if (failing || closing.load() || p.rx_closed.load()) co_return;
@@ -945,7 +1003,10 @@ struct transport_impl {
             need_wait = true;
             if (failing || closing.load() || p.rx_closed.load()) co_return;
             if (p.caller_owned.load()) { // a caller reads this socket; wait to be handed it back
+                unwatch(p);
+                p.parked_owned = true;
                 co_await park();
+                p.parked_owned = false;
                 need_wait = false;
                 continue;
             }
@@ -1061,6 +1122,8 @@ struct transport_impl {
             if (!p.wmu.try_lock()) return;
             p.io_write_wanted.store(false);
         }
+        watch(p);
+        if (failing) return p.wmu.unlock();
         p.writing = true;
         auto r = p.sendq.front();
         std::array<asio::const_buffer, 2> bufs{asio::buffer(r->wire), asio::buffer(r->src, r->h.length)};
@@ -1076,12 +1139,10 @@ struct transport_impl {
                 redeliver();
             }
             else if (r->h.type == frame_type::heartbeat) n_heartbeats.fetch_add(1, std::memory_order_relaxed);
-            if (r->h.type == frame_type::goodbye) {
-                error_code ignored;
-                p.sock->shutdown(tcp::socket::shutdown_send, ignored);
-            }
+            if (r->h.type == frame_type::goodbye) ::shutdown(p.fd, SHUT_WR);
             complete(r);
             if (!p.sendq.empty()) start_write(p);
+            else if (p.parked_owned) unwatch(p);
         });
     }
 
@@ -1092,21 +1153,43 @@ struct transport_impl {
         for (auto& q : peers) deliver(*q);
     }
 
-    /// Caller thread: writes data frame `r` to `p` itself (header and payload
-    /// in one scatter-gather write, polling while the socket is full). Returns
-    /// true once the whole frame is written; false if the transport failed,
-    /// the peer is gone or `deadline` passed (then the failure is, or is being,
-    /// recorded and `wait` on the request throws).
-    bool caller_write(peer_state& p, req_state& r, clock::time_point deadline) {
+    void unregister_inflight(const std::byte* payload, std::size_t n) {
+        std::lock_guard lk(inflight_mu);
+        for (auto it = inflight.begin(); it != inflight.end(); ++it)
+            if (it->first == payload && it->second == n) {
+                inflight.erase(it);
+                return;
+            }
+    }
+
+    /// Caller thread (or the sender thread, `queued`): writes data frame `r`
+    /// to `p` (header and payload in one scatter-gather write, polling while
+    /// the socket is full). Returns true once the whole frame is written;
+    /// false if the transport failed, the peer is gone or `deadline` passed
+    /// (then the failure is, or is being, recorded and `wait` on the request
+    /// throws). A queued frame's payload was registered in `inflight` when it
+    /// was queued and leaves it here, whatever the outcome.
+    bool caller_write(peer_state& p, req_state& r, clock::time_point deadline, bool queued = false) {
+        const auto* payload = static_cast<const std::byte*>(r.src);
+        bool registered = queued && r.h.length;
+        auto release = [&] {
+            if (registered) unregister_inflight(payload, r.h.length);
+            registered = false;
+        };
         if (p.goodbye_received.load()) {
+            release();
             const std::string why = "sending " + describe(r.h) + " to " + p.name + ", which has shut down";
             asio::post(io, [this, why] { fail(why); });
             return false;
         }
         for (int i = 0; !p.wmu.try_lock(); ++i) { // the I/O thread is writing a small frame
-            if (failed.load() || failing_flag.load()) return false;
+            if (failed.load() || failing_flag.load()) {
+                release();
+                return false;
+            }
             if (i > 64) {
                 if (clock::now() >= deadline) {
+                    release();
                     const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
                     asio::post(io, [this, why] { fail(why); });
                     return false;
@@ -1119,25 +1202,20 @@ struct transport_impl {
         p.caller_writing.store(true);
         bool done = false;
         if (!failing_flag.load() && !p.write_broken.load() && p.sock) {
-            const auto* payload = static_cast<const std::byte*>(r.src);
-            if (r.h.length) {
+            if (r.h.length && !registered) {
                 std::lock_guard lk(inflight_mu);
                 inflight.emplace_back(payload, r.h.length);
+                registered = true;
             }
-            done = write_frame(p, r, deadline);
-            if (r.h.length) {
-                std::lock_guard lk(inflight_mu);
-                for (auto it = inflight.begin(); it != inflight.end(); ++it)
-                    if (it->first == payload && it->second == r.h.length) {
-                        inflight.erase(it);
-                        break;
-                    }
-            }
+            // The sender thread only writes; the caller keeps reading.
+            done = write_frame(p, r, deadline, !queued);
+            release();
             if (done) {
                 p.last_send.store(clock::now().time_since_epoch().count());
                 n_sent.fetch_add(1, std::memory_order_relaxed);
             }
         }
+        release();
         p.caller_writing.store(false);
         p.wmu.unlock();
         const bool kick = p.io_write_wanted.exchange(false);
@@ -1149,10 +1227,133 @@ struct transport_impl {
         return done;
     }
 
+    // ---- sending through the sender thread ------------------------------------
+    //
+    // `send` hands a data frame of at least send_thread_bytes (or any frame to
+    // a peer that still has queued frames, so frames to a peer keep their
+    // order) to one sender thread per transport, which writes the queue in
+    // order with caller_write (same write lock, deadline and failure rules as
+    // a caller's write; it never reads). The payload counts as in flight from
+    // the moment it is queued, so no receive overwrites it before it is sent.
+    // A caller waiting for a queued send keeps reading the sockets it owns
+    // (two tasks waiting for their sends to each other never stall).
+
+    bool use_sender(const peer_state& p, const req_state& r) const {
+        return r.h.length >= opt.send_thread_bytes || p.queued.load() > 0;
+    }
+
+    void signal_send_done() {
+        if (send_efd >= 0 && send_waiters.load() > 0) {
+            const std::uint64_t one = 1;
+            (void)!::write(send_efd, &one, sizeof one);
+        }
+    }
+
+    /// Caller: queues data frame `r` for the sender thread.
+    void queue_send(peer_state& p, const std::shared_ptr<req_state>& r) {
+        if (r->h.length) {
+            std::lock_guard lk(inflight_mu);
+            inflight.emplace_back(static_cast<const std::byte*>(r->src), r->h.length);
+        }
+        p.queued.fetch_add(1);
+        {
+            std::lock_guard lk(sq_mu);
+            if (!sender.joinable()) {
+                send_efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+                sender = std::thread([this] { sender_loop(); });
+            }
+            sq.push_back(r);
+        }
+        sq_cv.notify_one();
+    }
+
+    void sender_loop() {
+        for (;;) {
+            std::shared_ptr<req_state> r;
+            {
+                std::unique_lock lk(sq_mu);
+                sq_cv.wait(lk, [&] { return sq_stop || !sq.empty(); });
+                if (sq.empty()) return;
+                r = std::move(sq.front());
+                sq.pop_front();
+            }
+            auto& p = *peers[static_cast<std::size_t>(r->peer)];
+            if (r->prepare) {
+                // Under sender_io_mu, like a write: once `failed` is set no
+                // user buffer is touched.
+                std::lock_guard lk(sender_io_mu);
+                if (!failed.load() && !failing_flag.load()) r->prepare(); // else caller_write writes nothing
+                r->prepare = nullptr;
+            }
+            const bool ok = caller_write(p, *r, r->deadline, true);
+            p.queued.fetch_sub(1);
+            if (ok) r->state.store(1, std::memory_order_release);
+            signal_send_done();
+            notify();
+        }
+    }
+
+    /// Stops the sender thread; frames still queued are dropped unwritten.
+    void stop_sender() {
+        {
+            std::lock_guard lk(sq_mu);
+            sq_stop = true;
+            for (auto& r : sq) {
+                peers[static_cast<std::size_t>(r->peer)]->queued.fetch_sub(1);
+                if (r->h.length) unregister_inflight(static_cast<const std::byte*>(r->src), r->h.length);
+            }
+            sq.clear();
+        }
+        sq_cv.notify_all();
+        if (sender.joinable()) sender.join();
+        if (send_efd >= 0) ::close(send_efd);
+        send_efd = -1;
+    }
+
+    /// Caller: waits for queued send `r`, reading the sockets it owns meanwhile.
+    void wait_send(const req_state& r, clock::time_point deadline) {
+        const auto spin_until = clock::now() + opt.spin_wait;
+        while (!r.state.load(std::memory_order_acquire) && clock::now() < spin_until) {
+            if (failed.load()) throw error(failure());
+            std::this_thread::yield();
+        }
+        if (r.state.load(std::memory_order_acquire)) return;
+        struct waiter {
+            std::atomic<int>& n;
+            explicit waiter(std::atomic<int>& c) : n(c) { ++n; }
+            ~waiter() { --n; }
+        } w(send_waiters);
+        for (;;) {
+            if (r.state.load(std::memory_order_acquire)) return;
+            if (failed.load()) throw error(failure());
+            const auto now = clock::now();
+            if (now >= deadline) wait_timed_out(r);
+            pollfd pf[max_poll];
+            int nf = 0;
+            if (send_efd >= 0) pf[nf++] = pollfd{send_efd, POLLIN, 0};
+            for (auto& q : peers) {
+                if (nf == max_poll) break;
+                if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
+                if (!q->rmu.try_lock()) continue;
+                const rx k = pump(*q, false);
+                unlock_rx(*q);
+                if (k != rx::again) continue;
+                pf[nf++] = pollfd{q->fd, POLLIN, 0};
+            }
+            if (r.state.load(std::memory_order_acquire)) return;
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+            (void)::poll(pf, static_cast<nfds_t>(nf), static_cast<int>(std::min<long long>(left, 10)));
+            if (send_efd >= 0 && nf > 0 && pf[0].revents) {
+                std::uint64_t v;
+                (void)!::read(send_efd, &v, sizeof v);
+            }
+        }
+    }
+
     static constexpr int max_poll = 64;
 
-    bool write_frame(peer_state& p, req_state& r, clock::time_point deadline) {
-        const int fd = p.sock->native_handle();
+    bool write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile = true) {
+        const int fd = p.fd;
         iovec iov[2];
         iov[0].iov_base = r.wire.data();
         iov[0].iov_len = r.wire.size();
@@ -1171,7 +1372,14 @@ struct transport_impl {
             msghdr m{};
             m.msg_iov = iov + first;
             m.msg_iovlen = static_cast<decltype(m.msg_iovlen)>(last - first);
-            const ssize_t n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+            ssize_t n;
+            if (read_meanwhile) {
+                n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+            } else { // the sender thread
+                std::lock_guard lk(sender_io_mu);
+                if (failed.load()) return give_up();
+                n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+            }
             if (n >= 0) {
                 partial = partial || n > 0;
                 auto left = static_cast<std::size_t>(n);
@@ -1203,13 +1411,13 @@ struct transport_impl {
                 int nf = 1;
                 pf[0] = pollfd{fd, POLLOUT, 0};
                 for (auto& q : peers) {
-                    if (nf == max_poll) break;
+                    if (nf == max_poll || !read_meanwhile) break;
                     if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
                     if (!q->rmu.try_lock()) continue;
                     const rx k = pump(*q, false);
                     unlock_rx(*q);
                     if (k != rx::again) continue;
-                    pf[nf++] = pollfd{q->sock->native_handle(), POLLIN, 0};
+                    pf[nf++] = pollfd{q->fd, POLLIN, 0};
                 }
                 const int k = ::poll(pf, static_cast<nfds_t>(nf), 10);
                 if (k < 0 && errno != EINTR) break;
@@ -1308,7 +1516,7 @@ struct transport_impl {
             }
             p.caller_owned.store(true);
             rx k = pump(p, false, &r);
-            const int fd = p.sock->native_handle();
+            const int fd = p.fd;
             // Poll the socket without sleeping for spin_wait (yielding to
             // other runnable threads), then sleep in poll().
             const auto spin_until = clock::now() + opt.spin_wait;
@@ -1340,6 +1548,7 @@ struct transport_impl {
     }
 
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
+        if (r->queued) return wait_send(*r, deadline);
         if (!r->is_send && caller_reads(*r) && !r->state.load(std::memory_order_acquire) && r->peer >= 0 &&
             read_until(*peers[static_cast<std::size_t>(r->peer)], *r, deadline))
             return;
@@ -1377,6 +1586,7 @@ struct transport_impl {
     }
 
     void shutdown() {
+        stop_sender(); // before the goodbyes: nothing is written after them
         if (thread.joinable()) {
             if (ready.load() && !failed.load() && size > 1) {
                 asio::post(io, [this] {
@@ -1402,8 +1612,14 @@ struct transport_impl {
                 error_code ec;
                 for (auto& p : peers)
                     if (p->sock) {
-                        p->sock->cancel(ec);
-                        p->sock->close(ec);
+                        if (p->watched) {
+                            p->sock->cancel(ec);
+                            p->sock->close(ec);
+                        } else if (!p->fd_closed.load()) {
+                            ::close(p->fd);
+                        }
+                        p->fd_closed.store(true);
+                        p->watched = false;
                         p->wake->cancel();
                     }
                 if (acceptor) acceptor->close(ec);
@@ -1446,6 +1662,11 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
 
 inline request transport::send(int peer, const frame_header& h, const void* payload,
                                std::chrono::steady_clock::time_point deadline) {
+    return send(peer, h, payload, deadline, {});
+}
+
+inline request transport::send(int peer, const frame_header& h, const void* payload,
+                               std::chrono::steady_clock::time_point deadline, std::function<void()> prepare) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("send: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -1455,10 +1676,18 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     r->src = payload;
     r->peer = peer;
     r->is_send = true;
+    auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+    if (impl_->use_sender(p, *r)) { // written by the sender thread
+        r->deadline = deadline;
+        r->queued = true;
+        r->prepare = std::move(prepare);
+        impl_->queue_send(p, r);
+        return r;
+    }
+    if (prepare) prepare();
     // Written here, by the calling thread; on failure the request stays
     // pending and `wait` reports the transport's failure.
-    if (impl_->caller_write(*impl_->peers[static_cast<std::size_t>(peer)], *r, deadline))
-        r->state.store(1, std::memory_order_release);
+    if (impl_->caller_write(p, *r, deadline)) r->state.store(1, std::memory_order_release);
     return r;
 }
 
