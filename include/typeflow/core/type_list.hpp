@@ -20,11 +20,6 @@ struct list : list_size<sizeof...(T)> {};
 template <class T>
 struct tag {};
 
-/// A distinct address per type, usable in constant expressions: compares
-/// types in constexpr loops without instantiating anything per pair.
-template <class T>
-inline constexpr char type_key = 0;
-
 /// A set with O(1) membership: inherits tag<T> for each element.
 template <class... T>
 struct set : tag<T>... {};

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
-#include <unordered_set>
 
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/gradient.hpp>
@@ -88,24 +87,18 @@ template <std::size_t E, std::size_t N>
 struct use_lists {
     std::array<use, E + 1> u{};
     std::array<std::size_t, N + 1> first{};
-    std::array<std::size_t, N + 1> first_edge{};  // node p's edges: G::edges[first_edge[p] .. first_edge[p + 1])
 };
 template <class G>
 struct use_table {
     static constexpr use_lists<G::edge_count, G::size> value = [] {
         use_lists<G::edge_count, G::size> t{};
-        for (const graph::edge& e : G::edges) {
-            ++t.first_edge[e.parent + 1];
+        for (const graph::edge& e : G::edges)
             if (!e.control) ++t.first[e.child + 1];
-        }
-        for (std::size_t i = 0; i < G::size; ++i) {
-            t.first[i + 1] += t.first[i];
-            t.first_edge[i + 1] += t.first_edge[i];
-        }
+        for (std::size_t i = 0; i < G::size; ++i) t.first[i + 1] += t.first[i];
         std::array<std::size_t, G::size + 1> fill = t.first;
         for (std::size_t k = 0; k < G::edge_count; ++k) {
             const graph::edge& e = G::edges[k];
-            if (!e.control) t.u[fill[e.child]++] = use{e.parent, k - t.first_edge[e.parent]};
+            if (!e.control) t.u[fill[e.child]++] = use{e.parent, k - G::first_edge[e.parent]};
         }
         return t;
     }();
