@@ -2,7 +2,8 @@
 // Shared timing loop of the all-reduce benchmarks: float32 sum, sizes from
 // lo to hi bytes (x4), 3 warm-up then timed iterations (by default
 // 256 MiB / size, clamped to 10..2000, so p99 of a small size is the 20th
-// largest of 2000 samples, not the 2nd of 200), each result checked; prints
+// largest of 2000 samples, not the 2nd of 200), each result checked (after a
+// second barrier, outside the timed region); prints
 // one line per size with p50/p90/p99/max latency and nccl-tests bandwidths.
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,11 @@ int allreduce_sweep(const char* impl, int rank, int size, std::size_t lo, std::s
             auto t0 = std::chrono::steady_clock::now();
             run(buf.data(), n);
             auto t1 = std::chrono::steady_clock::now();
+            // Untimed: no task checks its result and fills the next input
+            // while another is still in the timed call (on a machine with
+            // fewer cores than tasks that work would compete with the call;
+            // the TCP ring has no such work).
+            barrier();
             const float tri = static_cast<float>(size * (size + 1) / 2);
             for (std::size_t i = 0; i < n; i += 61)
                 if (buf[i] != tri * static_cast<float>((i + static_cast<std::size_t>(k)) & 7)) {
