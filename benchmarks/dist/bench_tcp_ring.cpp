@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     for (std::size_t bytes = lo; bytes <= hi; bytes *= 4) {
         const std::size_t moved = bytes * 2 * static_cast<std::size_t>(N - 1) / static_cast<std::size_t>(N);
         std::vector<char> sbuf(moved, 1), rbuf(moved);
-        const int iters = iters_arg ? iters_arg : static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 10, 200));
+        const int iters = iters_arg ? iters_arg : static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 10, 2000));
         std::vector<double> us;
         for (int it = -3; it < iters; ++it) {
             // ring barrier: a token goes around twice
@@ -78,10 +78,11 @@ int main(int argc, char** argv) {
         }
         std::sort(us.begin(), us.end());
         const double p50 = us[us.size() / 2], p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+        const double p90 = us[std::min(us.size() - 1, us.size() * 90 / 100)], mx = us.back();
         const double algbw = static_cast<double>(bytes) / (p50 * 1e-6) / 1e9;
         if (r == 0)
-            std::printf("RESULT impl=tcpring np=%d bytes=%zu p50_us=%.1f p99_us=%.1f algbw_GBps=%.3f busbw_GBps=%.3f iters=%d\n",
-                        N, bytes, p50, p99, algbw, algbw * 2.0 * (N - 1) / N, iters);
+            std::printf("RESULT impl=tcpring np=%d bytes=%zu p50_us=%.1f p99_us=%.1f algbw_GBps=%.3f busbw_GBps=%.3f iters=%d p90_us=%.1f max_us=%.1f\n",
+                        N, bytes, p50, p99, algbw, algbw * 2.0 * (N - 1) / N, iters, p90, mx);
         std::fflush(stdout);
     }
     return 0;

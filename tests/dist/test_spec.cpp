@@ -39,6 +39,12 @@ TEST_CASE("a well-formed spec gives ranks chief, workers, ps") {
     CHECK(s.secret == "s3");
     CHECK(s.options.heartbeat_timeout == std::chrono::milliseconds(1500));
     CHECK(s.options.segment_bytes == 1024);
+    CHECK(s.options.adaptive_spin); // the default
+    CHECK(s.options.spin_wait == std::chrono::microseconds(100));
+    auto f = cluster_spec::parse(R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0},
+                                     "options": {"adaptive_spin": false, "spin_wait_us": 7}})");
+    CHECK_FALSE(f.options.adaptive_spin);
+    CHECK(f.options.spin_wait == std::chrono::microseconds(7));
     CHECK(split_address("[::1]:5003", "x") == std::pair<std::string, unsigned short>{"::1", 5003});
     CHECK_THROWS_WITH(s.task_of(4), Contains("rank 4 out of range"));
     CHECK_THROWS_WITH(s.rank_of({role::ps, 1}), Contains("ps:1 is not in the cluster"));
@@ -95,6 +101,8 @@ TEST_CASE("malformed specs give errors naming the source and field") {
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "secret": 7})", "\"secret\" must be a string"},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"heartbeat_timeout_ms": 0}})", "options.heartbeat_timeout_ms must be a positive integer"},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"speed": 1}})", "options: unknown key \"speed\""},
+        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"adaptive_spin": 1}})", "options.adaptive_spin must be true or false"},
+        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"spin_wait_us": true}})", "options.spin_wait_us must be a positive integer"},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"segment_bytes": 9, "max_frame_bytes": 8}})", "segment_bytes exceeds"},
     };
     for (const auto& c : cases) {

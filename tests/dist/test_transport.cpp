@@ -423,6 +423,58 @@ TEST_CASE("sends are written by the caller: complete on return when the socket h
     CHECK(ts[0]->stats().data_frames_sent == 1);
 }
 
+namespace {
+/// worker:1 sends `rounds` frames to worker:0, each `delay` after worker:0
+/// has posted its receive and started waiting; returns worker:0's stats.
+transport_stats slow_sends(std::vector<std::unique_ptr<transport>>& ts, int rounds, std::chrono::microseconds delay,
+                           std::uint64_t seq0 = 1) {
+    auto e = ts[0]->epoch();
+    for (int i = 0; i < rounds; ++i) {
+        const auto seq = seq0 + static_cast<std::uint64_t>(i);
+        int v = -1, w = i;
+        auto r = ts[0]->recv(1, slice(e, seq, 1, 0, 1), &v);
+        std::thread peer([&] {
+            std::this_thread::sleep_for(delay);
+            ts[1]->wait(ts[1]->send(0, slice(e, seq, 1, 0, 1), &w), soon());
+        });
+        ts[0]->wait(r, soon());
+        peer.join();
+        CHECK(v == i);
+    }
+    return ts[0]->stats();
+}
+} // namespace
+
+TEST_CASE("the spin budget falls while the peer is slower than it and stays put without adaptive_spin") {
+    // spin_wait 1 ms; the peer answers 20 ms after each receive is posted,
+    // so every wait outlasts the spin (a miss) and the budget halves.
+    auto ts = start_all(tfd_test::local_specs(2, R"({"spin_wait_us": 1000})"));
+    CHECK(ts[0]->stats().spin_budget == 1000us);
+    auto st = slow_sends(ts, 10, 20ms);
+    // 1000 us halved 9 times is below the 2 us floor: 0, and a wait that
+    // does not spin is neither hit nor miss.
+    CHECK(st.spin_misses == 9);
+    CHECK(st.spin_hits == 0);
+    CHECK(st.spin_budget == 0us);
+    // At zero, waits sleep at once (only every 64th probes); frames still arrive.
+    st = slow_sends(ts, 3, 1ms, 11);
+    CHECK(st.spin_budget <= 10us);
+
+    auto fixed = start_all(tfd_test::local_specs(2, R"({"spin_wait_us": 1000, "adaptive_spin": false})"));
+    st = slow_sends(fixed, 4, 20ms);
+    CHECK(st.spin_misses >= 4);
+    CHECK(st.spin_budget == 1000us);
+}
+
+TEST_CASE("a frame that comes while the caller spins is a hit and keeps the budget") {
+    // spin_wait 2 s: the frame, sent 1 ms after the wait starts, always comes
+    // while spinning, however loaded the machine.
+    auto ts = start_all(tfd_test::local_specs(2, R"({"spin_wait_us": 2000000})"));
+    auto st = slow_sends(ts, 3, 1ms);
+    CHECK(st.spin_hits >= 3);
+    CHECK(st.spin_budget == 2000000us);
+}
+
 TEST_CASE("a peer that shuts down is reported when waited on") {
     tfd_test::log_capture logs;
     auto ts = start_all(tfd_test::local_specs(3));

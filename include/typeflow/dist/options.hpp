@@ -18,9 +18,21 @@ struct transport_options {
     std::chrono::milliseconds handshake_timeout{5000};
     /// Default deadline of one collective call.
     std::chrono::milliseconds op_timeout{600000};
-    /// A wait spins (yielding) this long before it sleeps; lowers latency of
-    /// small messages at the cost of CPU.
-    std::chrono::microseconds spin_wait{20};
+    /// Longest a caller waiting for a frame polls its socket (non-blocking
+    /// `recv`, `sched_yield` in between so a task sharing the core, perhaps
+    /// the peer, runs) before it sleeps in `poll`: a peer answers a small
+    /// message within microseconds, and sleeping would cost a wake-up (on a
+    /// virtual machine an idle vCPU's wake-up costs tens of microseconds).
+    /// With `adaptive_spin` this bounds an adaptive budget.
+    std::chrono::microseconds spin_wait{100};
+    /// Adapt the spin budget to what spinning achieves (default): it doubles
+    /// (up to `spin_wait`) after a wait that ended while spinning and halves
+    /// after a wait that outlasted it, so a task whose peers are slow (long
+    /// frames, uneven work, more tasks than cores) soon stops burning CPU
+    /// that the others need; at a budget of zero every 64th wait spins
+    /// 10 us to find out whether spinning pays again. false: every wait
+    /// spins the whole `spin_wait` first.
+    bool adaptive_spin = true;
     /// Frames of at most this many bytes are read from the socket by the
     /// thread that waits for them (no hand-off between threads; default:
     /// every frame); longer frames are read by the I/O thread, overlapping

@@ -28,6 +28,13 @@ struct transport_stats {
     /// Data frames that arrived before their receive was posted (copied once).
     std::uint64_t unexpected_frames = 0;
     std::uint64_t heartbeats_sent = 0;
+    /// Waits for a frame that spun and ended while spinning / that spun and
+    /// then slept (the peer was slower than the budget, or this thread lost
+    /// its core while spinning).
+    std::uint64_t spin_hits = 0;
+    std::uint64_t spin_misses = 0;
+    /// The current spin budget (see transport_options::adaptive_spin).
+    std::chrono::microseconds spin_budget{0};
 };
 
 /// A send or receive in flight; complete it with `transport::wait`.

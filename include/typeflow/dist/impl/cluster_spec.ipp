@@ -197,10 +197,15 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
             detail::reject_duplicate_keys(v, origin + ": options");
             for (auto o = v.MemberBegin(); o < v.MemberEnd(); ++o) {
                 std::string ok(o->name.GetString(), o->name.GetStringLength());
+                auto& opt = spec.options;
+                if (ok == "adaptive_spin") {
+                    if (!o->value.IsBool()) throw error(origin + ": options.adaptive_spin must be true or false");
+                    opt.adaptive_spin = o->value.GetBool();
+                    continue;
+                }
                 if (!o->value.IsInt64() || o->value.GetInt64() <= 0)
                     throw error(origin + ": options." + ok + " must be a positive integer");
                 const auto n = o->value.GetInt64();
-                auto& opt = spec.options;
                 if (ok == "heartbeat_timeout_ms") opt.heartbeat_timeout = std::chrono::milliseconds(n);
                 else if (ok == "connect_timeout_ms") opt.connect_timeout = std::chrono::milliseconds(n);
                 else if (ok == "handshake_timeout_ms") opt.handshake_timeout = std::chrono::milliseconds(n);

@@ -157,77 +157,106 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     auto mod = [N](long x) { return static_cast<int>(((x % N) + N) % N); };
     auto ch = [&](int c) { return chunk(total, c, N, param); };
 
+    // Stages: reduce-scatter steps 0..N-2, then (gather_after) all-gather
+    // steps N-1..2N-3. At stage s this task sends chunk (r - s - 1) and
+    // receives chunk (r - s - 2), both cut into the same segments j; sending
+    // segment j at stage s > 0 needs segment j received at stage s - 1
+    // (reduced with the local data during reduce-scatter, as it is during
+    // the all-gather). Frames go out, and receives are posted, in wavefront
+    // order (s + j, s) on every task, so each link carries the same order
+    // its receiver expects, and a received segment is reduced and passed on
+    // a few segments after it arrived (still in cache), instead of after the
+    // whole first chunk has been sent.
+    const int stages = gather_after ? 2 * N - 2 : N - 1;
     struct item {
         std::size_t b, e;
-        int s;
+        int s, j;
     };
-    std::vector<item> items;
-    for (int s = 0; s <= N - 2; ++s) {
+    auto wave = [](const item& a, const item& b) {
+        return a.s + a.j != b.s + b.j ? a.s + a.j < b.s + b.j : a.s < b.s;
+    };
+    std::vector<item> rit; // receives, wavefront order
+    for (int s = 0; s < stages; ++s) {
         auto c = ch(mod(r - s - 2));
-        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { items.push_back({b, e, s}); });
+        int j = 0;
+        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { rit.push_back({b, e, s, j++}); });
     }
-    // Every reduce-scatter receive lands in its own region of the scratch
-    // buffer, posted up front, so no frame arrives before its receive.
-    std::vector<std::size_t> at(items.size() + 1, 0);
-    for (std::size_t m = 0; m < items.size(); ++m) at[m + 1] = at[m] + (items[m].e - items[m].b) * es;
-    if (scratch_.size() < at.back()) scratch_.resize(at.back());
-    std::vector<request> recvs(items.size());
-    for (std::size_t m = 0; m < items.size(); ++m)
-        recvs[m] = t_->recv(prev, header(code, t, red, total, items[m].b, items[m].e - items[m].b), scratch_.data() + at[m]);
-    std::vector<request> sends, ag_sends;
-    {
-        auto c = ch(mod(r - 1));
-        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) {
-            sends.push_back(snd(next, header(code, t, red, total, b, e - b), in + b * es));
-        });
+    std::stable_sort(rit.begin(), rit.end(), wave);
+    // Reduce-scatter receives land in their own regions of the scratch
+    // buffer, all-gather receives straight in `out`; all posted up front.
+    std::vector<std::size_t> at(rit.size(), 0);
+    std::size_t scratch_bytes = 0;
+    for (std::size_t m = 0; m < rit.size(); ++m)
+        if (rit[m].s <= N - 2) {
+            at[m] = scratch_bytes;
+            scratch_bytes += (rit[m].e - rit[m].b) * es;
+        }
+    if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);
+    // index of the receive (stage s, segment j), by stage
+    std::vector<std::vector<std::size_t>> rix(static_cast<std::size_t>(stages));
+    for (std::size_t m = 0; m < rit.size(); ++m) {
+        auto& v = rix[static_cast<std::size_t>(rit[m].s)];
+        if (v.size() <= static_cast<std::size_t>(rit[m].j)) v.resize(static_cast<std::size_t>(rit[m].j) + 1);
+        v[static_cast<std::size_t>(rit[m].j)] = m;
+    }
+    std::vector<request> recvs(rit.size());
+    for (std::size_t m = 0; m < rit.size(); ++m) {
+        std::byte* dst = rit[m].s <= N - 2 ? scratch_.data() + at[m] : out + rit[m].b * es;
+        recvs[m] = t_->recv(prev, header(code, t, red, total, rit[m].b, rit[m].e - rit[m].b), dst);
     }
     const std::size_t own_begin = ch(r).begin;
 
-    // All-gather items: step s sends chunk (r - s), receives chunk (r - s - 1)
-    // straight into `out`, posted now, behind the reduce-scatter receives.
-    // Gather receive k overwrites what reduce-scatter send k reads; the
-    // transport never lets a receive overwrite bytes of a queued send.
-    std::vector<item> gitems;
-    if (gather_after)
-        for (int s = 0; s <= N - 2; ++s) {
-            auto c = ch(mod(r - s - 1));
-            detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { gitems.push_back({b, e, s}); });
-        }
-    std::vector<request> grecvs;
-    grecvs.reserve(gitems.size());
-    for (auto& it : gitems) grecvs.push_back(t_->recv(prev, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+    // Actions in wavefront order: send (s, j) for every stage, and for the
+    // last received stage (not passed on) "finish (s, j)", ordered as if it
+    // were a send at stage s + 1.
+    struct action {
+        std::size_t b, e;
+        int s, j;
+        bool finish;
+    };
+    std::vector<action> acts;
+    for (int s = 0; s < stages; ++s) {
+        auto c = ch(mod(r - s - 1));
+        int j = 0;
+        detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { acts.push_back({b, e, s, j++, false}); });
+    }
+    for (auto& it : rit)
+        if (it.s == stages - 1) acts.push_back({it.b, it.e, it.s + 1, it.j, true});
+    std::stable_sort(acts.begin(), acts.end(), [](const action& a, const action& b) {
+        return a.s + a.j != b.s + b.j ? a.s + a.j < b.s + b.j : a.s < b.s;
+    });
 
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        t_->wait(recvs[i], dl);
-        recvs[i].reset();
-        const auto& it = items[i];
-        const bool final = it.s == N - 2;
-        const std::size_t n = it.e - it.b;
-        std::byte* acc = scratch_.data() + at[i];
-        std::byte* dst = gather_after ? out + it.b * es : final ? out + (it.b - own_begin) * es : acc;
-        const std::byte* local = in + it.b * es;
+    std::vector<request> sends;
+    sends.reserve(acts.size());
+    for (const auto& a : acts) {
+        const std::size_t n = a.e - a.b;
+        if (a.s == 0) { // this task's own data, as it is
+            sends.push_back(snd(next, header(code, t, red, total, a.b, n), in + a.b * es));
+            continue;
+        }
+        const int rs = a.s - 1; // the stage whose receive this action needs
+        const std::size_t m = rix[static_cast<std::size_t>(rs)][static_cast<std::size_t>(a.j)];
+        t_->wait(recvs[m], dl);
+        recvs[m].reset();
+        if (rs >= N - 1) { // all-gather: pass the received segment on as it is
+            if (!a.finish) sends.push_back(snd(next, header(code, t, red, total, a.b, n), out + a.b * es));
+            continue;
+        }
+        const bool final = rs == N - 2;
+        std::byte* acc = scratch_.data() + at[m];
+        std::byte* dst = gather_after ? out + a.b * es : final ? out + (a.b - own_begin) * es : acc;
+        const std::byte* local = in + a.b * es;
         const bool div = final && op == reduce_op::mean;
-        if (final && !gather_after) {
+        if (a.finish) { // reduce_scatter's own chunk: reduce into `out`, done
             detail::reduce(t, op, dst, acc, local, n, div, N);
             continue;
         }
         // Reduce, then send: both on the transport's sender thread for long
         // frames, so this thread goes straight on to the next receive.
-        auto& q = final ? ag_sends : sends;
-        q.push_back(t_->send(next, header(code, t, red, total, it.b, n), dst, send_deadline_,
-                             [=] { detail::reduce(t, op, dst, acc, local, n, div, N); }));
-    }
-    if (!gather_after) {
-        for (auto& q : sends) t_->wait(q, dl);
-        return;
-    }
-    for (std::size_t i = 0; i < gitems.size(); ++i) {
-        t_->wait(grecvs[i], dl);
-        const auto& it = gitems[i];
-        if (it.s < N - 2) ag_sends.push_back(snd(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
+        sends.push_back(t_->send(next, header(code, t, red, total, a.b, n), dst, send_deadline_,
+                                 [=] { detail::reduce(t, op, dst, acc, local, n, div, N); }));
     }
     for (auto& q : sends) t_->wait(q, dl);
-    for (auto& q : ag_sends) t_->wait(q, dl);
 }
 
 inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,

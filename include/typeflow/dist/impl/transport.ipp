@@ -192,6 +192,14 @@ struct transport_impl {
     std::string failure_msg;
 
     std::atomic<std::uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_heartbeats{0};
+    std::atomic<std::uint64_t> n_spin_hits{0}, n_spin_misses{0};
+
+    // Adaptive spin (see read_until and transport_options::adaptive_spin):
+    // how long a caller polls its socket before it sleeps, in ns.
+    std::atomic<std::int64_t> spin_budget_ns{0};
+    std::atomic<std::uint32_t> spin_probe{0};
+    static constexpr std::int64_t spin_floor_ns = 2000;  // below it: 0
+    static constexpr std::int64_t spin_probe_ns = 10000; // probe at budget 0
 
     // Sender thread (see "sending" below): writes the long data frames
     // callers queue, so a caller's receives and reductions overlap its writes.
@@ -211,6 +219,7 @@ struct transport_impl {
     std::thread thread;
 
     explicit transport_impl(const cluster_spec& s) : spec(s), opt(s.options) {
+        spin_budget_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count());
         rank = spec.rank();
         size = spec.size();
         secret = spec.effective_secret();
@@ -1312,7 +1321,7 @@ struct transport_impl {
 
     /// Caller: waits for queued send `r`, reading the sockets it owns meanwhile.
     void wait_send(const req_state& r, clock::time_point deadline) {
-        const auto spin_until = clock::now() + opt.spin_wait;
+        const auto spin_until = clock::now() + short_spin();
         while (!r.state.load(std::memory_order_acquire) && clock::now() < spin_until) {
             if (failed.load()) throw error(failure());
             std::this_thread::yield();
@@ -1351,6 +1360,10 @@ struct transport_impl {
     }
 
     static constexpr int max_poll = 64;
+
+    /// Spin of the waits that another thread completes (a queued long send,
+    /// a frame the I/O thread reads): short, they rarely end that soon.
+    std::chrono::microseconds short_spin() const { return std::min(opt.spin_wait, std::chrono::microseconds(20)); }
 
     bool write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile = true) {
         const int fd = p.fd;
@@ -1487,6 +1500,26 @@ struct transport_impl {
         throw error(failure());
     }
 
+    /// Caller: how long this wait may poll before it sleeps.
+    std::int64_t spin_budget() {
+        const std::int64_t max_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count();
+        if (!opt.adaptive_spin || max_ns <= 0) return std::max<std::int64_t>(max_ns, 0);
+        const std::int64_t b = spin_budget_ns.load(std::memory_order_relaxed);
+        if (b == 0 && (spin_probe.fetch_add(1, std::memory_order_relaxed) & 63) == 63) return std::min(max_ns, spin_probe_ns);
+        return b;
+    }
+
+    /// Caller: adapts the budget to how a wait that spun `budget` ended:
+    /// `hit` (the frame came while spinning), else it outlasted the spin.
+    void spin_feedback(std::int64_t budget, bool hit) {
+        (hit ? n_spin_hits : n_spin_misses).fetch_add(1, std::memory_order_relaxed);
+        if (!opt.adaptive_spin) return;
+        const std::int64_t max_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count();
+        std::int64_t b = hit ? std::min(max_ns, std::max(budget * 2, 2 * spin_floor_ns)) : budget / 2;
+        if (b < spin_floor_ns) b = 0;
+        spin_budget_ns.store(b, std::memory_order_relaxed);
+    }
+
     /// Caller: completes receive `r` by reading its peer's socket itself
     /// (blocking in poll while nothing is there). Returns false to fall back
     /// to waiting for the I/O thread (failure in progress, peer gone, or a
@@ -1517,9 +1550,12 @@ struct transport_impl {
             p.caller_owned.store(true);
             rx k = pump(p, false, &r);
             const int fd = p.fd;
-            // Poll the socket without sleeping for spin_wait (yielding to
-            // other runnable threads), then sleep in poll().
-            const auto spin_until = clock::now() + opt.spin_wait;
+            // Poll the socket (non-blocking recv, yielding in between, so a
+            // task that shares this core, perhaps the peer, gets to run)
+            // for the spin budget, then sleep in poll().
+            std::int64_t budget = -1; // not yet spinning
+            clock::time_point spin_start;
+            bool slept = false;
             while (k == rx::again && !r.state.load(std::memory_order_acquire) && !failing_flag.load() &&
                    !p.goodbye_received.load()) {
                 const auto now = clock::now();
@@ -1527,16 +1563,22 @@ struct transport_impl {
                     unlock_rx(p);
                     wait_timed_out(r);
                 }
-                if (now < spin_until) {
+                if (budget < 0) {
+                    budget = spin_budget();
+                    spin_start = now;
+                }
+                if (!slept && std::chrono::duration_cast<std::chrono::nanoseconds>(now - spin_start).count() < budget) {
                     std::this_thread::yield();
                     k = pump(p, false, &r);
                     continue;
                 }
+                slept = true;
                 const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
                 pollfd pf{fd, POLLIN, 0};
                 (void)::poll(&pf, 1, static_cast<int>(std::min<long long>(left, 10)));
                 k = pump(p, false, &r);
             }
+            if (budget > 0) spin_feedback(budget, r.state.load(std::memory_order_acquire) && !slept);
             unlock_rx(p);
             if (r.state.load(std::memory_order_acquire)) return true;
             if (k == rx::parked) { // hand the socket back to the I/O thread, which resumes once room is made
@@ -1553,7 +1595,7 @@ struct transport_impl {
             read_until(*peers[static_cast<std::size_t>(r->peer)], *r, deadline))
             return;
         // Spin briefly (small messages complete within microseconds), then sleep.
-        const auto spin_until = clock::now() + opt.spin_wait;
+        const auto spin_until = clock::now() + short_spin();
         for (int i = 0;; ++i) {
             if (r->state.load(std::memory_order_acquire)) return;
             if (failed.load()) throw error(failure());
@@ -1712,6 +1754,10 @@ inline transport_stats transport::stats() const noexcept {
     s.data_frames_received = impl_->n_received.load();
     s.unexpected_frames = impl_->n_unexpected.load();
     s.heartbeats_sent = impl_->n_heartbeats.load();
+    s.spin_hits = impl_->n_spin_hits.load();
+    s.spin_misses = impl_->n_spin_misses.load();
+    s.spin_budget = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::nanoseconds(impl_->spin_budget_ns.load(std::memory_order_relaxed)));
     return s;
 }
 
