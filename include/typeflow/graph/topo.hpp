@@ -45,6 +45,24 @@ template <class Acc, class N>
 struct visit<Acc, N, false> {
     using type = typename append<typename visit_children<Acc, typename N::children_list>::type, N>::type;
 };
+// Nodes of one to three children visit them in one expression: one nested
+// instantiation per node along a path, not two (visit, then visit_children).
+// GCC stops at 900 nested instantiations, and its error then prints the
+// whole chain of types and runs out of memory: with two per node, a chain of
+// 150 residual steps (450 nodes deep) crossed that limit.
+template <class Acc, class Op, class C0>
+struct visit<Acc, node<Op, C0>, false> {
+    using type = typename append<typename visit<Acc, C0>::type, node<Op, C0>>::type;
+};
+template <class Acc, class Op, class C0, class C1>
+struct visit<Acc, node<Op, C0, C1>, false> {
+    using type = typename append<typename visit<typename visit<Acc, C0>::type, C1>::type, node<Op, C0, C1>>::type;
+};
+template <class Acc, class Op, class C0, class C1, class C2>
+struct visit<Acc, node<Op, C0, C1, C2>, false> {
+    using type = typename append<typename visit<typename visit<typename visit<Acc, C0>::type, C1>::type, C2>::type,
+                                 node<Op, C0, C1, C2>>::type;
+};
 }  // namespace detail
 
 /// Distinct nodes reachable from Fetches..., children before parents.
