@@ -20,7 +20,7 @@ bool overlap(const buffer_request& a, const buffer_request& b) {
 TEST_CASE("memory plan: a chain reuses memory", "[memory_plan]") {
     // 0 -> 1 -> 2 -> 3, each buffer read only by the next step
     std::vector<buffer_request> r{{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}, {1000, 3, 4}};
-    const std::size_t total = plan_memory(r);
+    const std::size_t total = plan_memory(r.data(), r.size());
     CHECK(total == 2 * 1024);  // two 64-byte-aligned buffers suffice
     for (std::size_t i = 0; i < r.size(); ++i) {
         CHECK(r[i].offset % 64 == 0);
@@ -39,7 +39,7 @@ TEST_CASE("memory plan: random lifetimes never overlap", "[memory_plan]") {
             b.last = b.first + rng() % 10;
             sum += (b.bytes + 63) / 64 * 64;
         }
-        const std::size_t total = plan_memory(r);
+        const std::size_t total = plan_memory(r.data(), r.size());
         REQUIRE(total <= sum);
         for (std::size_t i = 0; i < r.size(); ++i) {
             REQUIRE(r[i].offset + r[i].bytes <= total);

@@ -5,17 +5,24 @@
 #include <typeflow/core/config.hpp>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/error.hpp>
+#include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/shape.hpp>
 
 namespace typeflow::runtime {
 
 /// Records that variable `name` has storage `id`; throws if another storage has that name.
-TYPEFLOW_DECL void register_variable(std::unordered_map<std::string, const void*>& names, std::string_view name,
-                              const void* id);
+/// A variable's name and the identity of its storage.
+struct named_storage {
+    std::string_view name;  // static: a variable's compile-time name
+    const void* id;
+};
+/// Records that variable `name` is `id`; a tf::error when another variable
+/// of that name was recorded.
+TYPEFLOW_DECL void register_variable(typeflow::detail::pod_vector<named_storage>& names, std::string_view name,
+                                     const void* id);
 
 /// Checks one placeholder's feed (`fed` false: none was given).
 TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,

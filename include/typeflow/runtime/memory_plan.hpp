@@ -2,9 +2,7 @@
 // memory between buffers whose lifetimes do not overlap.
 #pragma once
 #include <typeflow/core/config.hpp>
-#include <algorithm>
 #include <cstddef>
-#include <vector>
 
 namespace typeflow::runtime {
 
@@ -19,7 +17,9 @@ inline constexpr std::size_t arena_alignment = 64;
 
 /// Places every request in one arena (largest first, lowest fitting offset
 /// among the buffers live at the same time); returns the arena size.
-TYPEFLOW_DECL std::size_t plan_memory(std::vector<buffer_request>& reqs);
+/// Places n buffers in one arena (sets each offset) so that buffers live at
+/// the same time never overlap; returns the arena's size in bytes.
+TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n);
 
 }  // namespace typeflow::runtime
 

@@ -13,18 +13,16 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
-#include <vector>
 
 #include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/core/config.hpp>
 #include <typeflow/backend/eigen/kernel.hpp>
 #include <typeflow/core/error.hpp>
+#include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/leaves.hpp>
@@ -126,6 +124,7 @@ private:
         std::uint32_t operands = 0;
         void* buf = nullptr;        // its value, for a materialised node
         const void* ptr = nullptr;  // its elements in this run
+        std::uint32_t next = ~std::uint32_t{0};  // the node's next instance, or none
     };
     struct fetch {
         std::size_t node = 0;
@@ -152,6 +151,9 @@ private:
 
     // ---- construction: register node objects, check variable names ----
     std::uint32_t walk(std::size_t i, const void* obj);
+    // the instance of node i whose object has identity id, or none
+    std::uint32_t find_instance(const void* id, std::size_t i) const;
+    void add_instance_key(const void* id, std::size_t i, std::uint32_t k);
     // the operands of a fused region: leaves and materialised nodes below its root, in order
     void collect_operands(std::uint32_t k);
     std::uint32_t instance_of(const fetch& f) const;
@@ -182,32 +184,50 @@ private:
     std::size_t n_;
     const graph::edge* edges_;
     std::size_t n_edges_;
-    std::vector<std::size_t> first_edge_;
+    template <class T>
+    using array = typeflow::detail::pod_vector<T>;
+    array<std::size_t> first_edge_;
     std::size_t max_children_ = 0;
     std::size_t max_operands_ = 0;
 
-    std::vector<instance> insts_;
-    std::vector<std::vector<std::uint32_t>> node_insts_;
-    std::vector<std::uint32_t> child_refs_;
-    std::vector<std::uint32_t> operand_refs_;
-    std::map<std::pair<const void*, std::size_t>, std::uint32_t> by_id_;  // (identity, node): a scalar's identity may be its parent's
-    std::unordered_map<std::string, const void*> names_;
-    std::vector<fetch> fetches_;
+    array<instance> insts_;
+    array<std::uint32_t> first_inst_, last_inst_;  // per node: its instances, linked by instance::next
+    array<std::uint32_t> child_refs_;
+    array<std::uint32_t> operand_refs_;
+    // (identity, node) -> instance, open addressing: a scalar's identity may be its parent's
+    struct id_slot {
+        const void* id;
+        std::size_t node;
+        std::uint32_t k;  // none: empty
+    };
+    array<id_slot> by_id_;
+    std::size_t by_id_count_ = 0;
+    array<named_storage> names_;
+    array<fetch> fetches_;
 
-    std::vector<dims> dims_;
-    std::vector<dims> fed_dims_;
-    std::vector<dims> fed_;
-    std::vector<const void*> feed_ptr_;
+    array<dims> dims_;
+    array<dims> fed_dims_;
+    array<dims> fed_;
+    array<const void*> feed_ptr_;
     bool bound_ = false;
-    std::vector<backend::eigen::region_layout> regions_;
-    std::vector<std::size_t> last_;
-    std::shared_ptr<std::byte[]> arena_;
+    std::unique_ptr<backend::eigen::region_layout[]> regions_;
+    array<std::size_t> last_;
+    struct arena_block {  // 64-byte aligned, zeroed
+        std::byte* p = nullptr;
+        arena_block() = default;
+        arena_block(const arena_block&) = delete;
+        arena_block& operator=(const arena_block&) = delete;
+        ~arena_block() {
+            if (p) ::operator delete(p, std::align_val_t{typeflow::detail::tensor_alignment});
+        }
+    };
+    arena_block arena_;
     std::size_t arena_bytes_ = 0;
     // scratch for one run (sized at construction: runs do not allocate)
-    std::vector<const void*> in_ptr_;
-    std::vector<const dims*> in_dims_;
-    std::vector<const void*> base_;
-    std::vector<backend::eigen::operand_info> opinfo_;
+    array<const void*> in_ptr_;
+    array<const dims*> in_dims_;
+    array<const void*> base_;
+    array<backend::eigen::operand_info> opinfo_;
 };
 
 // ---- the functions of a node_desc, each keyed on one node type ----

@@ -19,6 +19,7 @@
 
 #include <Eigen/Core>
 
+#include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/node.hpp>
 
@@ -41,9 +42,9 @@ struct region_layout {
     std::array<index_t, max_rank> extent{};  // collapsed output extents
     index_t block = 0;                       // elements per inner block
     index_t numel = 0;
-    std::vector<operand_layout> operands;
-    mutable std::vector<double> scratch;  // gather buffers: block doubles per operand (8-byte aligned for every dtype)
-    mutable std::vector<const void*> ptr;  // this block's pointer per operand
+    typeflow::detail::pod_vector<operand_layout> operands;
+    mutable typeflow::detail::pod_vector<double> scratch;  // gather buffers: block doubles per operand (8-byte aligned for every dtype)
+    mutable typeflow::detail::pod_vector<const void*> ptr;  // this block's pointer per operand
 };
 
 namespace detail {

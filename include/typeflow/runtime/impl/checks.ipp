@@ -5,12 +5,15 @@
 
 namespace typeflow::runtime {
 
-TYPEFLOW_DECL void register_variable(std::unordered_map<std::string, const void*>& names, std::string_view name,
-                              const void* id) {
-    auto [it, fresh] = names.emplace(std::string(name), id);
-    if (!fresh && it->second != id)
+TYPEFLOW_DECL void register_variable(typeflow::detail::pod_vector<named_storage>& names, std::string_view name,
+                                     const void* id) {
+    for (const named_storage& n : names) {
+        if (n.id == id) return;
+        if (n.name != name) continue;
         throw error("two distinct variables share the name '" + std::string(name) +
                     "'; a variable's name is its identity, so give each its own");
+    }
+    names.push_back({name, id});
 }
 
 TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,

@@ -1,32 +1,65 @@
 // typeflow/runtime/impl/memory_plan.ipp — the arena planner (see runtime/memory_plan.hpp):
 // inline in header-only builds, compiled once with TYPEFLOW_SEPARATE_COMPILATION.
 #pragma once
+#include <cstring>
+
+#include <typeflow/core/pod_vector.hpp>
 #include <typeflow/runtime/memory_plan.hpp>
 
 namespace typeflow::runtime {
 
-TYPEFLOW_DECL std::size_t plan_memory(std::vector<buffer_request>& reqs) {
-    std::vector<std::size_t> order(reqs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return reqs[a].bytes > reqs[b].bytes; });
-    std::vector<std::size_t> placed;
+namespace detail {
+// Sorts idx[0..n) stably by key[idx] (ascending, or descending), with a
+// bottom-up merge sort: plain code, no std::stable_sort instantiation.
+TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const std::size_t* key, bool descending) {
+    typeflow::detail::pod_vector<std::size_t> tmp(n);
+    std::size_t* a = idx;
+    std::size_t* b = tmp.data();
+    for (std::size_t w = 1; w < n; w *= 2) {
+        for (std::size_t lo = 0; lo < n; lo += 2 * w) {
+            const std::size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            std::size_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                const bool take_right = descending ? key[a[j]] > key[a[i]] : key[a[j]] < key[a[i]];
+                b[o++] = take_right ? a[j++] : a[i++];
+            }
+            while (i < mid) b[o++] = a[i++];
+            while (j < hi) b[o++] = a[j++];
+        }
+        std::size_t* t = a;
+        a = b;
+        b = t;
+    }
+    if (a != idx) std::memcpy(idx, a, n * sizeof(std::size_t));
+}
+}  // namespace detail
+
+TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
+    const auto padded = [](std::size_t bytes) { return (bytes + arena_alignment - 1) / arena_alignment * arena_alignment; };
+    typeflow::detail::pod_vector<std::size_t> order(n), bytes(n), offset(n), placed, live;
+    for (std::size_t i = 0; i < n; ++i) {
+        order[i] = i;
+        bytes[i] = reqs[i].bytes;
+    }
+    detail::stable_order(order.data(), n, bytes.data(), true);  // largest first
     std::size_t total = 0;
     for (std::size_t i : order) {
         buffer_request& r = reqs[i];
-        const std::size_t size = (r.bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
+        const std::size_t size = padded(r.bytes);
         // blocks already placed that are live at the same time, by offset
-        std::vector<std::size_t> live;
+        live.clear();
         for (std::size_t j : placed)
             if (!(reqs[j].last < r.first || r.last < reqs[j].first)) live.push_back(j);
-        std::sort(live.begin(), live.end(), [&](std::size_t a, std::size_t b) { return reqs[a].offset < reqs[b].offset; });
+        detail::stable_order(live.data(), live.size(), offset.data(), false);
         std::size_t off = 0;
         for (std::size_t j : live) {
             if (reqs[j].offset >= off + size) break;
-            const std::size_t end = reqs[j].offset + (reqs[j].bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
-            off = std::max(off, end);
+            const std::size_t end = reqs[j].offset + padded(reqs[j].bytes);
+            if (end > off) off = end;
         }
         r.offset = off;
-        total = std::max(total, off + size);
+        offset[i] = off;
+        if (off + size > total) total = off + size;
         placed.push_back(i);
     }
     return total;

@@ -9,8 +9,10 @@ namespace typeflow::runtime {
 
 TYPEFLOW_DECL plan_core::plan_core(const node_desc* const* desc, const region_fn_t* region, const graph::node_flags* flags,
                                    std::size_t n, const graph::edge* edges, std::size_t n_edges)
-    : desc_(desc, n), region_fn_(region), flags_(flags), n_(n), edges_(edges), n_edges_(n_edges), first_edge_(n + 1), node_insts_(n),
-      dims_(n), fed_dims_(n), fed_(n), feed_ptr_(n), regions_(n), last_(n) {
+    : desc_(desc, n), region_fn_(region), flags_(flags), n_(n), edges_(edges), n_edges_(n_edges), first_edge_(n + 1),
+      dims_(n), fed_dims_(n), fed_(n), feed_ptr_(n), regions_(new backend::eigen::region_layout[n]), last_(n) {
+    first_inst_.assign(n, none);
+    last_inst_.assign(n, none);
     std::size_t e = 0;
     for (std::size_t i = 0; i < n; ++i) {
         first_edge_[i] = e;
@@ -65,8 +67,8 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
         const feed_ref* f = nullptr;
         for (std::size_t j = 0; j < n_feeds && !f; ++j)
             if (feeds[j].key == d.feed_key) f = &feeds[j];
-        static constexpr dims none{};
-        check_feed(d.name, d.type, d.static_dims, f != nullptr, f ? f->extents : none, f ? f->data : nullptr);
+        static constexpr dims no_dims{};
+        check_feed(d.name, d.type, d.static_dims, f != nullptr, f ? f->extents : no_dims, f ? f->data : nullptr);
         fed_[i] = f->extents;
         feed_ptr_[i] = f->data;
         changed = changed || !(fed_[i] == fed_dims_[i]);
@@ -81,7 +83,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     // 4. where each instance's elements are in this run
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& d = desc_[i];
-        for (std::uint32_t k : node_insts_[i]) {
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
             if (d.placeholder) in.ptr = feed_ptr_[i];
             else if (d.kind == op_kind::leaf) in.ptr = d.data(in.obj);
@@ -94,7 +96,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
         const node_desc& d = desc_[i];
-        for (std::uint32_t k : node_insts_[i]) {
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
             if (d.kind == op_kind::elementwise) {
                 for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
@@ -121,7 +123,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     // 7. writes of assigns, in topological order (the later of two writes wins)
     for (std::size_t i = 0; i < n_; ++i)
         if (flags_[i].assign && !flags_[i].immediate_write)
-            for (std::uint32_t k : node_insts_[i]) write(i, insts_[k]);
+            for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) write(i, insts_[k]);
     stats.arena_bytes = arena_bytes_;
     // 8. a node fetched twice: every such result shares the first one's tensor
     for (fetch& f : fetches_)
@@ -137,17 +139,17 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
     // each distinct object is walked once (so names below it are checked);
     // a pure node has one instance, an impure one an instance per object
     if (op || !d.pure) {
-        auto it = by_id_.find({id, i});
-        if (it != by_id_.end()) return it->second;
+        const std::uint32_t found = find_instance(id, i);
+        if (found != none) return found;
     }
-    if (!op && d.pure && !node_insts_[i].empty()) return node_insts_[i][0];
-    std::vector<const void*> kids(d.children);
+    if (!op && d.pure && first_inst_[i] != none) return first_inst_[i];
+    array<const void*> kids(d.children);
     if (d.children) d.children_of(obj, kids.data());
-    std::vector<std::uint32_t> refs(d.children);
+    array<std::uint32_t> refs(d.children);
     for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
     std::uint32_t k;
-    if (d.pure && !node_insts_[i].empty()) {
-        k = node_insts_[i][0];
+    if (d.pure && first_inst_[i] != none) {
+        k = first_inst_[i];
     } else {
         k = static_cast<std::uint32_t>(insts_.size());
         instance in;
@@ -155,12 +157,48 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         in.obj = obj;
         in.id = id;
         in.first_child = static_cast<std::uint32_t>(child_refs_.size());
-        child_refs_.insert(child_refs_.end(), refs.begin(), refs.end());
+        child_refs_.append(refs.data(), refs.size());
         insts_.push_back(in);
-        node_insts_[i].push_back(k);
+        if (last_inst_[i] == none) first_inst_[i] = k;
+        else insts_[last_inst_[i]].next = k;
+        last_inst_[i] = k;
     }
-    if (op || !d.pure) by_id_.emplace(std::pair{id, i}, k);
+    if (op || !d.pure) add_instance_key(id, i, k);
     return k;
+}
+
+namespace detail {
+inline std::size_t id_hash(const void* id, std::size_t node) noexcept {
+    std::size_t h = reinterpret_cast<std::uintptr_t>(id) >> 3;
+    h ^= node * 0x9e3779b97f4a7c15ull;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+}  // namespace detail
+
+TYPEFLOW_DECL std::uint32_t plan_core::find_instance(const void* id, std::size_t i) const {
+    if (by_id_.empty()) return none;
+    const std::size_t mask = by_id_.size() - 1;
+    for (std::size_t h = detail::id_hash(id, i) & mask;; h = (h + 1) & mask) {
+        const id_slot& e = by_id_[h];
+        if (e.k == none) return none;
+        if (e.id == id && e.node == i) return e.k;
+    }
+}
+
+TYPEFLOW_DECL void plan_core::add_instance_key(const void* id, std::size_t i, std::uint32_t k) {
+    if (2 * (by_id_count_ + 1) > by_id_.size()) {  // grow: at most half full
+        array<id_slot> old = static_cast<array<id_slot>&&>(by_id_);
+        by_id_.assign(old.empty() ? 64 : 2 * old.size(), id_slot{nullptr, 0, none});
+        by_id_count_ = 0;
+        for (const id_slot& e : old)
+            if (e.k != none) add_instance_key(e.id, e.node, e.k);
+    }
+    const std::size_t mask = by_id_.size() - 1;
+    std::size_t h = detail::id_hash(id, i) & mask;
+    while (by_id_[h].k != none) h = (h + 1) & mask;
+    by_id_[h] = id_slot{id, i, k};
+    ++by_id_count_;
 }
 
 TYPEFLOW_DECL void plan_core::collect_operands(std::uint32_t k) {
@@ -174,9 +212,9 @@ TYPEFLOW_DECL void plan_core::collect_operands(std::uint32_t k) {
 }
 
 TYPEFLOW_DECL std::uint32_t plan_core::instance_of(const fetch& f) const {
-    for (std::uint32_t k : node_insts_[f.node])
+    for (std::uint32_t k = first_inst_[f.node]; k != none; k = insts_[k].next)
         if (f.id == nullptr || insts_[k].id == f.id) return k;
-    return node_insts_[f.node][0];
+    return first_inst_[f.node];
 }
 
 TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id) const {
@@ -186,8 +224,8 @@ TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id)
 }
 
 TYPEFLOW_DECL void plan_core::rebind() {
-    std::vector<dims> d(n_);
-    std::vector<const dims*> in(max_children_ + 1);
+    array<dims> d(n_);
+    array<const dims*> in(max_children_ + 1);
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& nd = desc_[i];
         for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_node(i, j)];
@@ -203,10 +241,10 @@ TYPEFLOW_DECL void plan_core::rebind() {
         }
     }
     // fused regions: loop structure (every instance of a node has the same operand nodes)
-    std::vector<backend::eigen::region_layout> regions(n_);
+    std::unique_ptr<backend::eigen::region_layout[]> regions(new backend::eigen::region_layout[n_]);
     for (std::size_t i = 0; i < n_; ++i) {
         if (!is_region_root(i)) continue;
-        const instance& in0 = insts_[node_insts_[i][0]];
+        const instance& in0 = insts_[first_inst_[i]];
         for (std::uint32_t o = 0; o < in0.operands; ++o) {
             const std::size_t on = insts_[operand_refs_[in0.first_operand + o]].node;
             opinfo_[o] = {&d[on], desc_[on].elem_size, desc_[on].scalar};
@@ -214,31 +252,34 @@ TYPEFLOW_DECL void plan_core::rebind() {
         regions[i] = backend::eigen::plan_region(d[i], opinfo_.data(), in0.operands);
     }
     // buffers: every computed instance that is not fetched
-    std::vector<buffer_request> reqs;
-    std::vector<std::uint32_t> owner;
+    array<buffer_request> reqs;
+    array<std::uint32_t> owner;
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
-        for (std::uint32_t k : node_insts_[i]) {
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             if (is_fetched_instance(i, insts_[k].id)) continue;
             const std::size_t bytes = static_cast<std::size_t>(d[i].numel()) * desc_[i].elem_size;
             reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
             owner.push_back(k);
         }
     }
-    const std::size_t total = plan_memory(reqs);
-    auto arena = typeflow::detail::allocate_zeroed<std::byte>(static_cast<index_t>(total));
+    const std::size_t total = plan_memory(reqs.data(), reqs.size());
+    const std::size_t arena_size = total ? total : 1;
+    auto* arena = static_cast<std::byte*>(::operator new(arena_size, std::align_val_t{typeflow::detail::tensor_alignment}));
+    std::memset(arena, 0, arena_size);
     // commit
-    dims_ = std::move(d);
-    regions_ = std::move(regions);
-    arena_ = std::move(arena);
+    dims_ = static_cast<array<dims>&&>(d);
+    regions_ = static_cast<std::unique_ptr<backend::eigen::region_layout[]>&&>(regions);
+    if (arena_.p) ::operator delete(arena_.p, std::align_val_t{typeflow::detail::tensor_alignment});
+    arena_.p = arena;
     arena_bytes_ = total;
-    for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.get() + reqs[r].offset;
+    for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.p + reqs[r].offset;
     fed_dims_ = fed_;
     bound_ = true;
 }
 
 TYPEFLOW_DECL void plan_core::compute_last_reads() {
-    std::vector<std::size_t> step(n_);
+    array<std::size_t> step(n_);
     for (std::size_t i = n_; i-- > 0;) {
         step[i] = i;
         if (!flags_[i].leaf && !flags_[i].materialized)  // fused: used exactly once
@@ -263,7 +304,7 @@ TYPEFLOW_DECL void plan_core::prepare_results() {
         }
         f.data = f.fns->prepare(f.result, dims_[f.node]);
         if (computed(f.node))
-            for (std::uint32_t i : node_insts_[f.node])
+            for (std::uint32_t i = first_inst_[f.node]; i != none; i = insts_[i].next)
                 if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
     }
 }

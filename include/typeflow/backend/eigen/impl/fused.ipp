@@ -10,7 +10,7 @@ TYPEFLOW_DECL region_layout plan_region(const dims& out, const operand_info* ops
     lay.numel = out.numel();
     lay.operands.resize(K);
     // broadcast strides over the full output axes
-    std::vector<std::array<index_t, max_rank>> full(K);
+    typeflow::detail::pod_vector<std::array<index_t, max_rank>> full(K);
     for (std::size_t k = 0; k < K; ++k) {
         lay.operands[k].scalar = ops[k].scalar;
         lay.operands[k].elem_size = ops[k].elem_size;
@@ -29,7 +29,7 @@ TYPEFLOW_DECL region_layout plan_region(const dims& out, const operand_info* ops
     }
     // drop extents of 1, merge axes contiguous for every operand
     std::array<index_t, max_rank> ext{};
-    std::vector<std::array<index_t, max_rank>> st(K);
+    typeflow::detail::pod_vector<std::array<index_t, max_rank>> st(K);
     std::size_t r = 0;
     for (std::size_t ax = 0; ax < out.rank; ++ax) {
         if (out.d[ax] == 1) continue;

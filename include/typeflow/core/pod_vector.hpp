@@ -1,0 +1,108 @@
+// typeflow/core/pod_vector.hpp — a growable array of trivially copyable
+// elements, for the runtime's plain code.
+//
+// std::vector's members are constexpr in C++20 and are instantiated and
+// optimised again in every translation unit, once per element type. This
+// array has a handful of small members that work on bytes, so the runtime's
+// tables cost little to compile in header-only builds.
+#pragma once
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+namespace typeflow::detail {
+
+/// Grows the block `p` of `cap` bytes (contents kept) to at least `need` bytes.
+inline void* pod_grow(void* p, std::size_t& cap, std::size_t need) {
+    std::size_t c = cap ? cap : 64;
+    while (c < need) c *= 2;
+    void* q = std::realloc(p, c);
+    if (!q) throw std::bad_alloc();
+    cap = c;
+    return q;
+}
+
+/// A contiguous array of T (trivially copyable); new elements are zero-filled.
+template <class T>
+class pod_vector {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+public:
+    pod_vector() = default;
+    explicit pod_vector(std::size_t n) { resize(n); }
+    pod_vector(const pod_vector& o) { assign_bytes(o.p_, o.n_); }
+    pod_vector(pod_vector&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) { o.p_ = nullptr, o.n_ = o.cap_ = 0; }
+    pod_vector& operator=(const pod_vector& o) {
+        if (this != &o) assign_bytes(o.p_, o.n_);
+        return *this;
+    }
+    pod_vector& operator=(pod_vector&& o) noexcept {
+        if (this != &o) {
+            std::free(p_);
+            p_ = o.p_, n_ = o.n_, cap_ = o.cap_;
+            o.p_ = nullptr, o.n_ = o.cap_ = 0;
+        }
+        return *this;
+    }
+    ~pod_vector() { std::free(p_); }
+
+    std::size_t size() const noexcept { return n_; }
+    bool empty() const noexcept { return n_ == 0; }
+    T* data() noexcept { return p_; }
+    const T* data() const noexcept { return p_; }
+    T& operator[](std::size_t i) noexcept { return p_[i]; }
+    const T& operator[](std::size_t i) const noexcept { return p_[i]; }
+    T* begin() noexcept { return p_; }
+    T* end() noexcept { return p_ + n_; }
+    const T* begin() const noexcept { return p_; }
+    const T* end() const noexcept { return p_ + n_; }
+    T& back() noexcept { return p_[n_ - 1]; }
+
+    void clear() noexcept { n_ = 0; }
+    /// n elements; new ones are zero bytes.
+    void resize(std::size_t n) {
+        reserve(n);
+        if (n > n_) std::memset(static_cast<void*>(p_ + n_), 0, (n - n_) * sizeof(T));
+        n_ = n;
+    }
+    /// n copies of v.
+    void assign(std::size_t n, const T& v) {
+        reserve(n);
+        for (std::size_t i = 0; i < n; ++i) p_[i] = v;
+        n_ = n;
+    }
+    void push_back(const T& v) {
+        if (n_ == cap_) {
+            const T copy = v;  // v may live in this array
+            reserve(n_ + 1);
+            p_[n_++] = copy;
+        } else {
+            p_[n_++] = v;
+        }
+    }
+    void append(const T* first, std::size_t count) {
+        reserve(n_ + count);
+        if (count) std::memcpy(static_cast<void*>(p_ + n_), first, count * sizeof(T));
+        n_ += count;
+    }
+    void reserve(std::size_t n) {
+        if (n > cap_) {
+            std::size_t bytes = cap_ * sizeof(T);
+            p_ = static_cast<T*>(pod_grow(p_, bytes, n * sizeof(T)));
+            cap_ = bytes / sizeof(T);
+        }
+    }
+
+private:
+    void assign_bytes(const T* src, std::size_t n) {
+        reserve(n);
+        if (n) std::memcpy(static_cast<void*>(p_), src, n * sizeof(T));
+        n_ = n;
+    }
+    T* p_ = nullptr;
+    std::size_t n_ = 0, cap_ = 0;
+};
+
+}  // namespace typeflow::detail
