@@ -86,3 +86,19 @@ TEST_CASE("pod_vector: copies are independent, moves take the elements", "[pod_v
     CHECK(a[6].a == 0);
     CHECK(a[6].b == 0.0);
 }
+
+TEST_CASE("pointer_set: insert reports new pointers once, across growth", "[pod_vector]") {
+    typeflow::detail::pointer_set s;
+    std::vector<long> storage(5000);
+    std::mt19937 rng(3);
+    std::vector<bool> in(storage.size(), false);
+    std::size_t distinct = 0;
+    for (int step = 0; step < 20000; ++step) {
+        const std::size_t i = rng() % storage.size();
+        const bool fresh = s.insert(&storage[i]);
+        REQUIRE(fresh == !in[i]);
+        if (fresh) ++distinct;
+        in[i] = true;
+        REQUIRE(s.size() == distinct);
+    }
+}

@@ -105,4 +105,37 @@ private:
     std::size_t n_ = 0, cap_ = 0;
 };
 
+/// A set of non-null pointers (open addressing, at most half full).
+class pointer_set {
+public:
+    /// Adds p; false when it was there already.
+    bool insert(const void* p) {
+        if (2 * (count_ + 1) > slots_.size()) grow();
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t h = hash(p) & mask;
+        for (; slots_[h]; h = (h + 1) & mask)
+            if (slots_[h] == p) return false;
+        slots_[h] = p;
+        ++count_;
+        return true;
+    }
+    std::size_t size() const noexcept { return count_; }
+
+private:
+    static std::size_t hash(const void* p) noexcept {
+        std::size_t h = reinterpret_cast<std::size_t>(p) >> 3;
+        h *= 0x9e3779b97f4a7c15ull;
+        return h ^ (h >> 31);
+    }
+    void grow() {
+        pod_vector<const void*> old = static_cast<pod_vector<const void*>&&>(slots_);
+        slots_.resize(old.empty() ? 64 : 2 * old.size());
+        count_ = 0;
+        for (const void* p : old)
+            if (p) insert(p);
+    }
+    pod_vector<const void*> slots_;
+    std::size_t count_ = 0;
+};
+
 }  // namespace typeflow::detail

@@ -74,9 +74,25 @@ struct index_of<list<Ts...>, T> : std::integral_constant<std::size_t, first_true
 template <class L, class T>
 inline constexpr std::size_t index_of_v = index_of<L, T>::value;
 
+// The I-th type of a pack by overload resolution against one base per
+// element: std::tuple_element (libstdc++ 12) recurses three elements at a
+// time, and each step instantiates a class holding the rest of the pack, so
+// one lookup in a graph of N nodes cost O(N^2) in time and memory. Here the
+// index (compared first) rejects every base but one without looking at its type.
+template <std::size_t I, class T>
+struct indexed {
+    using type = T;
+};
+template <class Seq, class... T>
+struct indexer;
+template <std::size_t... I, class... T>
+struct indexer<std::index_sequence<I...>, T...> : indexed<I, T>... {};
+template <std::size_t I, class T>
+indexed<I, T> select_indexed(const indexed<I, T>&);
+
 /// The I-th type of a pack, without recursion.
 template <std::size_t I, class... T>
-using at_t = std::tuple_element_t<I, std::tuple<T...>>;
+using at_t = typename decltype(select_indexed<I>(indexer<std::index_sequence_for<T...>, T...>{}))::type;
 /// The I-th type of a list.
 template <std::size_t I, class L>
 struct list_at;

@@ -5,8 +5,8 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
-#include <unordered_set>
 
+#include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/type_list.hpp>
 #include <typeflow/expr/node.hpp>
 
@@ -129,9 +129,10 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     using index = meta::index_of<nodes, T>;
 
     static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
+    /// control_inputs[i]: how many leading children of node i only order execution.
+    static constexpr std::array<std::size_t, size> control_inputs{Ts::control_inputs...};
 
-    // Edges: the children's positions, found by index_of (which the fused
-    // regions need for every node anyway).
+    // Edges: the children's positions, found by index_of.
     static constexpr std::array<edge, edge_count> edges = [] {
         std::array<edge, edge_count> e{};
         std::size_t k = 0, p = 0;
@@ -180,13 +181,13 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
 inline constexpr std::size_t no_node = ~std::size_t{0};
 inline std::size_t collect_objects(const edge* edges, const std::size_t* first_edge, const node_flags* flags,
                                    std::size_t i, const void* o, const void** obj,
-                                   std::unordered_set<const void*>& seen) {
+                                   typeflow::detail::pointer_set& seen) {
     if (flags[i].leaf) {
         if (!obj[i]) obj[i] = o;
         return no_node;
     }
     const typeflow::detail::node_state* s = static_cast<const typeflow::detail::node_handle*>(o)->get();
-    if (!seen.insert(s).second) return no_node;
+    if (!seen.insert(s)) return no_node;
     std::size_t clash = no_node;
     if (!obj[i]) obj[i] = o;
     else if (!flags[i].pure) clash = i;
@@ -200,7 +201,7 @@ inline std::size_t collect_objects(const edge* edges, const std::size_t* first_e
 /// only fetch): see collect_objects.
 template <class G>
 std::size_t find_objects(const void* root, const void** obj) {
-    std::unordered_set<const void*> seen;
+    typeflow::detail::pointer_set seen;
     return collect_objects(G::edges.data(), G::first_edge.data(), G::flags.data(), G::size - 1, root, obj, seen);
 }
 

@@ -342,13 +342,13 @@ template <class V>
 struct region_ptr<no_region, V> {
     static constexpr region_fn_t value = nullptr;
 };
-template <class G, class T, bool Root>
+template <class G, std::size_t I, class T, bool Root>
 struct region_of {
     using type = no_region;
 };
-template <class G, class T>
-struct region_of<G, T, true> {
-    using type = backend::eigen::canonical_region_t<G, T>;
+template <class G, std::size_t I, class T>
+struct region_of<G, I, T, true> {
+    using type = backend::eigen::canonical_region_t<G, I, T>;
 };
 
 template <class Op>
@@ -481,7 +481,7 @@ class plan final : public plan_core {
     struct table<meta::list<Ts...>, std::index_sequence<I...>> {
         static constexpr const node_desc* descs[sizeof...(Ts)] = {&detail::desc_for<Ts>::type::value...};
         static constexpr region_fn_t regions[sizeof...(Ts)] = {
-            detail::region_ptr<typename detail::region_of<G, Ts, Ts::kind == op_kind::elementwise &&
+            detail::region_ptr<typename detail::region_of<G, I, Ts, Ts::kind == op_kind::elementwise &&
                                                                      G::flags[I].materialized>::type,
                                value_type_t<Ts>>::value...};
     };

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <numbers>
 #include <type_traits>
-#include <unordered_set>
 
 #include <typeflow/core/fixed_string.hpp>
 #include <typeflow/expr/grad.hpp>

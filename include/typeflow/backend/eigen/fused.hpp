@@ -22,6 +22,7 @@
 #include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/node.hpp>
+#include <typeflow/graph/topo.hpp>
 
 namespace typeflow::backend::eigen {
 
@@ -54,26 +55,34 @@ namespace detail {
 // every instantiated entity in time quadratic in the name's length.
 
 // An operand of the region rooted at a materialised node: a leaf or a
-// materialised node; everything else is fused.
-template <class G, class N>
-struct is_operand : std::bool_constant<N::is_leaf || G::template materialized<N>::value> {};
-
-template <class G, class N, class L = typename N::children_list>
-struct operand_count;
-// operands a child C contributes: 1 if it is an operand, else those below it
-template <class G, class C>
-struct operands_of
-    : std::conditional_t<is_operand<G, C>::value, std::integral_constant<std::size_t, 1>, operand_count<G, C>> {};
-// Offset of child J's first operand among the operands of N.
-template <class G, class N, std::size_t J, class L = typename N::children_list>
-struct child_offset;
-template <class G, class N, std::size_t J, class... C>
-struct child_offset<G, N, J, meta::list<C...>>
-    : std::integral_constant<std::size_t, meta::sum_first({operands_of<G, C>::value...}, J) -
-                                              meta::sum_first({operands_of<G, C>::value...}, N::control_inputs)> {};
-// operands below N: the sum over its data children (control inputs count 0)
-template <class G, class N, class... C>
-struct operand_count<G, N, meta::list<C...>> : child_offset<G, N, sizeof...(C)> {};
+// materialised node; everything else is fused. Everything here is keyed on
+// node positions in G and read from G's constexpr tables (edges, flags), not
+// on node types: a class keyed on a node type costs a lookup of that type in
+// the graph and an instantiation whose arguments spell the node's subgraph.
+// The graph's tables, as the plain constexpr functions below read them (a
+// function keyed on G would be an entity whose mangled name spells the graph).
+struct graph_tables {
+    const graph::edge* edges;
+    const std::size_t* first_edge;
+    const graph::node_flags* flags;
+    const std::size_t* control;  // leading control inputs per node
+};
+template <class G>
+inline constexpr graph_tables tables_of{G::edges.data(), G::first_edge.data(), G::flags.data(), G::control_inputs.data()};
+constexpr bool is_operand_at(const graph_tables& g, std::size_t i) {
+    return g.flags[i].leaf || g.flags[i].materialized;
+}
+// Operands below fused node i, in region order (its data children, after the
+// leading control inputs); with `upto`, only those of its first `upto` data children.
+constexpr std::size_t operands_below(const graph_tables& g, std::size_t i, std::size_t upto = ~std::size_t{0}) {
+    std::size_t n = 0;
+    const std::size_t first = g.first_edge[i] + g.control[i];
+    for (std::size_t k = first; k < g.first_edge[i + 1] && k - first < upto; ++k) {
+        const std::size_t c = g.edges[k].child;
+        n += is_operand_at(g, c) ? 1 : operands_below(g, c);
+    }
+    return n;
+}
 
 template <class T>
 using array_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -90,26 +99,27 @@ struct operand_slot {};
 template <class Op, class... C>
 struct canonical_node {};
 
-template <class G, std::size_t Off, class N>
-struct canonical;
-template <class G, std::size_t Off, class N>
-using canonical_t = typename canonical<G, Off, N>::type;
-// the fused part below node N (N itself is not an operand here)
-template <class G, std::size_t Off, class N>
+// Node I of G has type N: N is passed along (its children's types come from
+// N::children_list, a short list) so that no type is looked up in the graph's
+// node list, whose indexing costs time linear in the graph's size.
+template <class G, std::size_t Off, std::size_t I, class N, bool Operand = G::flags[I].leaf || G::flags[I].materialized>
+struct canonical_at {  // an operand: its slot
+    using type = operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>;
+};
+// the fused part below node I (I itself is not an operand here)
+template <class G, std::size_t Off, std::size_t I, class N>
 struct canonical_region {
+    static constexpr std::size_t control = N::control_inputs;
+    static constexpr std::size_t first = G::first_edge[I] + control;
     template <std::size_t... J>
     static auto make(std::index_sequence<J...>)
         -> canonical_node<typename N::op,
-                          canonical_t<G, Off + child_offset<G, N, J + N::control_inputs>::value,
-                                      meta::list_at_t<J + N::control_inputs, typename N::children_list>>...>;
-    using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
+                          typename canonical_at<G, Off + operands_below(tables_of<G>, I, J), G::edges[first + J].child,
+                                                meta::list_at_t<control + J, typename N::children_list>>::type...>;
+    using type = decltype(make(std::make_index_sequence<N::children_list::size - control>{}));
 };
-template <class G, std::size_t Off, class N>
-struct canonical {
-    using type = typename std::conditional_t<is_operand<G, N>::value,
-                                             std::type_identity<operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>>,
-                                             canonical_region<G, Off, N>>::type;
-};
+template <class G, std::size_t Off, std::size_t I, class N>
+struct canonical_at<G, Off, I, N, false> : canonical_region<G, Off, I, N> {};
 
 template <std::size_t Off, class T, bool Scalar>
 auto build_canonical(operand_slot<Off, T, Scalar>, const void* const* ptr, index_t len) {
@@ -172,10 +182,10 @@ void run_blocks(const region_layout& lay, const void* const* base, T* out) {
 }
 }  // namespace detail
 
-/// The canonical form of the region rooted at R (its op structure over operand
-/// positions): the type that selects the region's Eigen loop.
-template <class G, class R>
-using canonical_region_t = typename detail::canonical_region<G, 0, R>::type;
+/// The canonical form of the region rooted at node I (of type R) of graph G (its op
+/// structure over operand positions): the type that selects the region's Eigen loop.
+template <class G, std::size_t I, class R>
+using canonical_region_t = typename detail::canonical_region<G, 0, I, R>::type;
 
 /// One operand of a fused region, as the layout planner sees it.
 struct operand_info {
