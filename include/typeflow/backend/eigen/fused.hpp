@@ -49,10 +49,12 @@ struct region_layout {
 };
 
 namespace detail {
-// Compile-time facts about a region are class templates whose value comes from
-// an integral_constant base, never variable templates or static members: those
-// are entities with mangled names that spell the graph type G, and GCC mangles
-// every instantiated entity in time quadratic in the name's length.
+// Compile-time facts about a region are class templates and plain constexpr
+// functions, not variable templates, static members or function templates
+// keyed on the graph: those are entities with mangled names that spell the
+// graph type G, and GCC mangles every instantiated entity in time quadratic in
+// the name's length. The one exception is tables_of<G>, one entity per graph
+// (like G's own tables).
 
 // An operand of the region rooted at a materialised node: a leaf or a
 // materialised node; everything else is fused. Everything here is keyed on
