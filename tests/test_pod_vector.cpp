@@ -102,3 +102,17 @@ TEST_CASE("pointer_set: insert reports new pointers once, across growth", "[pod_
         REQUIRE(s.size() == distinct);
     }
 }
+
+TEST_CASE("key_map: one pointer under several indices, across growth", "[pod_vector]") {
+    typeflow::detail::key_map m;
+    std::vector<long> storage(300);
+    for (std::size_t p = 0; p < storage.size(); ++p)
+        for (std::size_t i = 0; i < 3; ++i) {
+            REQUIRE(m.find(&storage[p], i) == typeflow::detail::key_map::none);
+            m.insert(&storage[p], i, static_cast<std::uint32_t>(10 * p + i));
+        }
+    REQUIRE(m.size() == 900);
+    for (std::size_t p = 0; p < storage.size(); ++p)
+        for (std::size_t i = 0; i < 3; ++i) REQUIRE(m.find(&storage[p], i) == 10 * p + i);
+    REQUIRE(m.find(&storage[0], 3) == typeflow::detail::key_map::none);
+}

@@ -7,6 +7,7 @@
 // tables cost little to compile in header-only builds.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -58,7 +59,6 @@ public:
     T* end() noexcept { return p_ + n_; }
     const T* begin() const noexcept { return p_; }
     const T* end() const noexcept { return p_ + n_; }
-    T& back() noexcept { return p_[n_ - 1]; }
 
     void clear() noexcept { n_ = 0; }
     /// n elements; new ones are zero bytes.
@@ -105,37 +105,66 @@ private:
     std::size_t n_ = 0, cap_ = 0;
 };
 
-/// A set of non-null pointers (open addressing, at most half full).
-class pointer_set {
+/// A map from (non-null pointer, index) to a position (open addressing, at
+/// most half full): the runtime's tables of node objects.
+class key_map {
 public:
-    /// Adds p; false when it was there already.
-    bool insert(const void* p) {
-        if (2 * (count_ + 1) > slots_.size()) grow();
+    static constexpr std::uint32_t none = ~std::uint32_t{0};
+    /// The value of (p, i), or none.
+    std::uint32_t find(const void* p, std::size_t i) const noexcept {
+        if (slots_.empty()) return none;
         const std::size_t mask = slots_.size() - 1;
-        std::size_t h = hash(p) & mask;
-        for (; slots_[h]; h = (h + 1) & mask)
-            if (slots_[h] == p) return false;
-        slots_[h] = p;
+        for (std::size_t h = hash(p, i) & mask;; h = (h + 1) & mask) {
+            const slot& e = slots_[h];
+            if (!e.p) return none;
+            if (e.p == p && e.i == i) return e.v;
+        }
+    }
+    /// Adds (p, i) -> v; (p, i) must not be there yet.
+    void insert(const void* p, std::size_t i, std::uint32_t v) {
+        if (2 * (count_ + 1) > slots_.size()) {
+            pod_vector<slot> old = static_cast<pod_vector<slot>&&>(slots_);
+            slots_.resize(old.empty() ? 64 : 2 * old.size());  // zero bytes: empty slots
+            count_ = 0;
+            for (const slot& e : old)
+                if (e.p) insert(e.p, e.i, e.v);
+        }
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t h = hash(p, i) & mask;
+        while (slots_[h].p) h = (h + 1) & mask;
+        slots_[h] = slot{p, i, v};
         ++count_;
-        return true;
     }
     std::size_t size() const noexcept { return count_; }
 
 private:
-    static std::size_t hash(const void* p) noexcept {
-        std::size_t h = reinterpret_cast<std::size_t>(p) >> 3;
-        h *= 0x9e3779b97f4a7c15ull;
-        return h ^ (h >> 31);
+    struct slot {
+        const void* p;
+        std::size_t i;
+        std::uint32_t v;
+    };
+    static std::size_t hash(const void* p, std::size_t i) noexcept {
+        std::size_t h = (reinterpret_cast<std::size_t>(p) >> 3) ^ (i * 0x9e3779b97f4a7c15ull);
+        h *= 0xff51afd7ed558ccdull;
+        return h ^ (h >> 29);
     }
-    void grow() {
-        pod_vector<const void*> old = static_cast<pod_vector<const void*>&&>(slots_);
-        slots_.resize(old.empty() ? 64 : 2 * old.size());
-        count_ = 0;
-        for (const void* p : old)
-            if (p) insert(p);
-    }
-    pod_vector<const void*> slots_;
+    pod_vector<slot> slots_;
     std::size_t count_ = 0;
+};
+
+/// A set of non-null pointers.
+class pointer_set {
+public:
+    /// Adds p; false when it was there already.
+    bool insert(const void* p) {
+        if (map_.find(p, 0) != key_map::none) return false;
+        map_.insert(p, 0, 0);
+        return true;
+    }
+    std::size_t size() const noexcept { return map_.size(); }
+
+private:
+    key_map map_;
 };
 
 }  // namespace typeflow::detail

@@ -129,8 +129,6 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     using index = meta::index_of<nodes, T>;
 
     static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
-    /// control_inputs[i]: how many leading children of node i only order execution.
-    static constexpr std::array<std::size_t, size> control_inputs{Ts::control_inputs...};
 
     // Edges: the children's positions, found by index_of.
     static constexpr std::array<edge, edge_count> edges = [] {

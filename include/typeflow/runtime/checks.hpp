@@ -13,7 +13,6 @@
 
 namespace typeflow::runtime {
 
-/// Records that variable `name` has storage `id`; throws if another storage has that name.
 /// A variable's name and the identity of its storage.
 struct named_storage {
     std::string_view name;  // static: a variable's compile-time name

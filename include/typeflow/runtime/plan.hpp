@@ -151,9 +151,6 @@ private:
 
     // ---- construction: register node objects, check variable names ----
     std::uint32_t walk(std::size_t i, const void* obj);
-    // the instance of node i whose object has identity id, or none
-    std::uint32_t find_instance(const void* id, std::size_t i) const;
-    void add_instance_key(const void* id, std::size_t i, std::uint32_t k);
     // the operands of a fused region: leaves and materialised nodes below its root, in order
     void collect_operands(std::uint32_t k);
     std::uint32_t instance_of(const fetch& f) const;
@@ -194,14 +191,7 @@ private:
     array<std::uint32_t> first_inst_, last_inst_;  // per node: its instances, linked by instance::next
     array<std::uint32_t> child_refs_;
     array<std::uint32_t> operand_refs_;
-    // (identity, node) -> instance, open addressing: a scalar's identity may be its parent's
-    struct id_slot {
-        const void* id;
-        std::size_t node;
-        std::uint32_t k;  // none: empty
-    };
-    array<id_slot> by_id_;
-    std::size_t by_id_count_ = 0;
+    typeflow::detail::key_map by_id_;  // (identity, node) -> instance: a scalar's identity may be its parent's
     array<named_storage> names_;
     array<fetch> fetches_;
 
@@ -217,8 +207,10 @@ private:
         arena_block() = default;
         arena_block(const arena_block&) = delete;
         arena_block& operator=(const arena_block&) = delete;
-        ~arena_block() {
+        ~arena_block() { reset(nullptr); }
+        void reset(std::byte* q) noexcept {
             if (p) ::operator delete(p, std::align_val_t{typeflow::detail::tensor_alignment});
+            p = q;
         }
     };
     arena_block arena_;

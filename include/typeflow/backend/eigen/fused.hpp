@@ -56,30 +56,28 @@ namespace detail {
 // the name's length. The one exception is tables_of<G>, one entity per graph
 // (like G's own tables).
 
-// An operand of the region rooted at a materialised node: a leaf or a
-// materialised node; everything else is fused. Everything here is keyed on
-// node positions in G and read from G's constexpr tables (edges, flags), not
-// on node types: a class keyed on a node type costs a lookup of that type in
-// the graph and an instantiation whose arguments spell the node's subgraph.
-// The graph's tables, as the plain constexpr functions below read them (a
-// function keyed on G would be an entity whose mangled name spells the graph).
+// An operand of the region rooted at a materialised node is a leaf or a
+// materialised node; everything else is fused. These facts are read by
+// position from G's constexpr tables (edges, flags), not looked up by node
+// type: a class keyed on a node type costs a lookup of that type in the graph
+// and an instantiation whose arguments spell the node's subgraph.
 struct graph_tables {
     const graph::edge* edges;
     const std::size_t* first_edge;
     const graph::node_flags* flags;
-    const std::size_t* control;  // leading control inputs per node
 };
 template <class G>
-inline constexpr graph_tables tables_of{G::edges.data(), G::first_edge.data(), G::flags.data(), G::control_inputs.data()};
+inline constexpr graph_tables tables_of{G::edges.data(), G::first_edge.data(), G::flags.data()};
 constexpr bool is_operand_at(const graph_tables& g, std::size_t i) {
     return g.flags[i].leaf || g.flags[i].materialized;
 }
-// Operands below fused node i, in region order (its data children, after the
-// leading control inputs); with `upto`, only those of its first `upto` data children.
+// Operands below fused node i, in region order (its data children: edges not
+// marked control); with `upto`, only those of its first `upto` data children.
 constexpr std::size_t operands_below(const graph_tables& g, std::size_t i, std::size_t upto = ~std::size_t{0}) {
-    std::size_t n = 0;
-    const std::size_t first = g.first_edge[i] + g.control[i];
-    for (std::size_t k = first; k < g.first_edge[i + 1] && k - first < upto; ++k) {
+    std::size_t n = 0, seen = 0;
+    for (std::size_t k = g.first_edge[i]; k < g.first_edge[i + 1] && seen < upto; ++k) {
+        if (g.edges[k].control) continue;
+        ++seen;
         const std::size_t c = g.edges[k].child;
         n += is_operand_at(g, c) ? 1 : operands_below(g, c);
     }
@@ -104,7 +102,7 @@ struct canonical_node {};
 // Node I of G has type N: N is passed along (its children's types come from
 // N::children_list, a short list) so that no type is looked up in the graph's
 // node list, whose indexing costs time linear in the graph's size.
-template <class G, std::size_t Off, std::size_t I, class N, bool Operand = G::flags[I].leaf || G::flags[I].materialized>
+template <class G, std::size_t Off, std::size_t I, class N, bool Operand = is_operand_at(tables_of<G>, I)>
 struct canonical_at {  // an operand: its slot
     using type = operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>;
 };

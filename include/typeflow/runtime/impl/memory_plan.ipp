@@ -9,9 +9,10 @@
 namespace typeflow::runtime {
 
 namespace detail {
-// Sorts idx[0..n) stably by key[idx] (ascending, or descending), with a
+// Sorts idx[0..n) stably by reqs[idx].*key (ascending, or descending), with a
 // bottom-up merge sort: plain code, no std::stable_sort instantiation.
-TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const std::size_t* key, bool descending) {
+TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const buffer_request* reqs,
+                                std::size_t buffer_request::*key, bool descending) {
     typeflow::detail::pod_vector<std::size_t> tmp(n);
     std::size_t* a = idx;
     std::size_t* b = tmp.data();
@@ -20,8 +21,8 @@ TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const std::size
             const std::size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             std::size_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi) {
-                const bool take_right = descending ? key[a[j]] > key[a[i]] : key[a[j]] < key[a[i]];
-                b[o++] = take_right ? a[j++] : a[i++];
+                const std::size_t ki = reqs[a[i]].*key, kj = reqs[a[j]].*key;
+                b[o++] = (descending ? kj > ki : kj < ki) ? a[j++] : a[i++];
             }
             while (i < mid) b[o++] = a[i++];
             while (j < hi) b[o++] = a[j++];
@@ -36,12 +37,9 @@ TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const std::size
 
 TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
     const auto padded = [](std::size_t bytes) { return (bytes + arena_alignment - 1) / arena_alignment * arena_alignment; };
-    typeflow::detail::pod_vector<std::size_t> order(n), bytes(n), offset(n), placed, live;
-    for (std::size_t i = 0; i < n; ++i) {
-        order[i] = i;
-        bytes[i] = reqs[i].bytes;
-    }
-    detail::stable_order(order.data(), n, bytes.data(), true);  // largest first
+    typeflow::detail::pod_vector<std::size_t> order(n), placed, live;
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    detail::stable_order(order.data(), n, reqs, &buffer_request::bytes, true);  // largest first
     std::size_t total = 0;
     for (std::size_t i : order) {
         buffer_request& r = reqs[i];
@@ -50,7 +48,7 @@ TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
         live.clear();
         for (std::size_t j : placed)
             if (!(reqs[j].last < r.first || r.last < reqs[j].first)) live.push_back(j);
-        detail::stable_order(live.data(), live.size(), offset.data(), false);
+        detail::stable_order(live.data(), live.size(), reqs, &buffer_request::offset, false);
         std::size_t off = 0;
         for (std::size_t j : live) {
             if (reqs[j].offset >= off + size) break;
@@ -58,7 +56,6 @@ TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
             if (end > off) off = end;
         }
         r.offset = off;
-        offset[i] = off;
         if (off + size > total) total = off + size;
         placed.push_back(i);
     }

@@ -139,7 +139,7 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
     // each distinct object is walked once (so names below it are checked);
     // a pure node has one instance, an impure one an instance per object
     if (op || !d.pure) {
-        const std::uint32_t found = find_instance(id, i);
+        const std::uint32_t found = by_id_.find(id, i);
         if (found != none) return found;
     }
     if (!op && d.pure && first_inst_[i] != none) return first_inst_[i];
@@ -163,42 +163,8 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         else insts_[last_inst_[i]].next = k;
         last_inst_[i] = k;
     }
-    if (op || !d.pure) add_instance_key(id, i, k);
+    if (op || !d.pure) by_id_.insert(id, i, k);
     return k;
-}
-
-namespace detail {
-inline std::size_t id_hash(const void* id, std::size_t node) noexcept {
-    std::size_t h = reinterpret_cast<std::uintptr_t>(id) >> 3;
-    h ^= node * 0x9e3779b97f4a7c15ull;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 29);
-}
-}  // namespace detail
-
-TYPEFLOW_DECL std::uint32_t plan_core::find_instance(const void* id, std::size_t i) const {
-    if (by_id_.empty()) return none;
-    const std::size_t mask = by_id_.size() - 1;
-    for (std::size_t h = detail::id_hash(id, i) & mask;; h = (h + 1) & mask) {
-        const id_slot& e = by_id_[h];
-        if (e.k == none) return none;
-        if (e.id == id && e.node == i) return e.k;
-    }
-}
-
-TYPEFLOW_DECL void plan_core::add_instance_key(const void* id, std::size_t i, std::uint32_t k) {
-    if (2 * (by_id_count_ + 1) > by_id_.size()) {  // grow: at most half full
-        array<id_slot> old = static_cast<array<id_slot>&&>(by_id_);
-        by_id_.assign(old.empty() ? 64 : 2 * old.size(), id_slot{nullptr, 0, none});
-        by_id_count_ = 0;
-        for (const id_slot& e : old)
-            if (e.k != none) add_instance_key(e.id, e.node, e.k);
-    }
-    const std::size_t mask = by_id_.size() - 1;
-    std::size_t h = detail::id_hash(id, i) & mask;
-    while (by_id_[h].k != none) h = (h + 1) & mask;
-    by_id_[h] = id_slot{id, i, k};
-    ++by_id_count_;
 }
 
 TYPEFLOW_DECL void plan_core::collect_operands(std::uint32_t k) {
@@ -270,8 +236,7 @@ TYPEFLOW_DECL void plan_core::rebind() {
     // commit
     dims_ = static_cast<array<dims>&&>(d);
     regions_ = static_cast<std::unique_ptr<backend::eigen::region_layout[]>&&>(regions);
-    if (arena_.p) ::operator delete(arena_.p, std::align_val_t{typeflow::detail::tensor_alignment});
-    arena_.p = arena;
+    arena_.reset(arena);
     arena_bytes_ = total;
     for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.p + reqs[r].offset;
     fed_dims_ = fed_;
