@@ -107,6 +107,12 @@ int main() {
     auto logits = tf::matmul(h2, W3) + b3;
     auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
     auto step = tf::train::sgd(lr).minimize(loss);
+    // the same model with each layer behind a tf::expr (same variables; its own session)
+    tf::expr<float, tf::shape<tf::dyn, 256>> e1 = tf::relu(tf::matmul(x, W1) + b1);
+    tf::expr<float, tf::shape<tf::dyn, 128>> e2 = tf::relu(tf::matmul(e1, W2) + b2);
+    tf::expr<float, tf::shape<tf::dyn, 10>> elogits = tf::matmul(e2, W3) + b3;
+    auto loss_e = tf::mean(tf::sparse_softmax_cross_entropy(elogits, y));
+    auto step_e = tf::train::sgd(lr).minimize(loss_e, W1, b1, W2, b2, W3, b3);
 
     mat X(batch, 784);
     std::vector<std::int32_t> labels(batch);
@@ -122,6 +128,10 @@ int main() {
     const auto xv = tf::view(X);
     const auto yv = tf::view(labels, {batch});
     auto run_tf = [&] { return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv))); };
+    tf::session s_expr;
+    auto run_expr = [&] {
+        return std::get<0>(s_expr.run(tf::fetch(loss_e, step_e), tf::feed(x, xv), tf::feed(y, yv)));
+    };
 
 #ifdef TYPEFLOW_HAVE_TORCH
     torch::set_num_threads(1);
@@ -173,6 +183,14 @@ int main() {
         std::fprintf(stderr, "mlp_train: libtorch == eigen after one step (W1 %.3g of tolerance)\n", wq);
 #endif
         (void)w1_before;
+        // the tf::expr model: same loss, then the same step as the auto-typed one
+        tf::session check;
+        const auto [la, le2] = check.run(tf::fetch(loss, loss_e), tf::feed(x, xv), tf::feed(y, yv));
+        const float l_auto = la.item(), l_expr = le2.item();
+        if (std::abs(l_auto - l_expr) > 1e-6f * std::abs(l_auto)) {
+            std::fprintf(stderr, "mlp_train: the tf::expr model's loss %g differs from %g\n", l_expr, l_auto);
+            return 1;
+        }
     }
 
     double sink = 0;
@@ -183,6 +201,7 @@ int main() {
 #ifdef TYPEFLOW_HAVE_TORCH
     cs.emplace_back("libtorch", [&] { sink += run_torch(); });
 #endif
+    cs.emplace_back("typeflow_expr", [&] { sink += run_expr()[0]; });
     bench::measure(cs);
     if (s.stats().rebinds != 1 || s.stats().plans_built != 1) {
         std::fprintf(stderr, "mlp_train: the session re-planned (%zu plans, %zu rebinds)\n", s.stats().plans_built,
@@ -195,6 +214,7 @@ int main() {
 #else
     std::fprintf(stderr, "mlp_train: libtorch was not found at build time; that peer is skipped\n");
 #endif
+    bench::report("mlp_train_expr", cs.back(), cs[1]);  // layers behind tf::expr (typeflow= that model)
     std::fprintf(stderr, "  (checksum %g)\n", sink);
     return 0;
 }

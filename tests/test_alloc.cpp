@@ -85,3 +85,20 @@ TEST_CASE("repeated runs of one graph make no heap allocation", "[session][alloc
     CHECK(kept.item() == kept_value);
     CHECK(next.item() == kept_value);
 }
+
+TEST_CASE("repeated runs of a graph with tf::expr segments make no heap allocation", "[session][alloc][expr]") {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 8>> x;
+    tf::variable<"w", float, tf::shape<8>> w{tf::init::uniform{-0.5, 0.5}};
+    tf::expr<float, tf::shape<tf::dyn, 8>> h = x;
+    for (int k = 0; k < 20; ++k) h = tf::tanh(h * w + h);
+    auto loss = tf::sum(h);
+    tf::tensor<float> xb({16, 8});
+    for (tf::index_t i = 0; i < xb.size(); ++i) xb[i] = static_cast<float>(i % 5) * 0.1f;
+    tf::session s;
+    const float first = s.run(loss, tf::feed(x, xb)).item();
+    const long before = allocations.load();
+    float last = 0;
+    for (int i = 0; i < 10; ++i) last = s.run(loss, tf::feed(x, xb)).item();
+    CHECK(allocations.load() - before == 0);
+    CHECK(last == first);
+}

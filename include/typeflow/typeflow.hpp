@@ -51,6 +51,7 @@
 #include <typeflow/backend/eigen/ops/reduce.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
 
+#include <typeflow/runtime/expr.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
 

@@ -34,6 +34,8 @@ int main() {
     auto ok_where = tf::where(flags, m, c);
     (void)ok_add, (void)ok_mm, (void)ok_reshape, (void)ok_cast, (void)ok_device, (void)ok_exp, (void)ok_logic;
     (void)ok_sum, (void)ok_perm, (void)ok_squeeze, (void)ok_assign, (void)ok_where;
+    tf::expr<float, tf::shape<tf::dyn, 3>> ok_expr = m * 2.0f;
+    (void)ok_expr;
     s.run(ok_add, tf::feed(m, tf::tensor<float>({2, 3})));
 
 #ifdef TF_FAIL_add_shape
@@ -123,6 +125,21 @@ int main() {
 #ifdef TF_FAIL_view_colmajor
     Eigen::MatrixXf cm(2, 2);
     auto bad = tf::view(cm);
+#endif
+#ifdef TF_FAIL_expr_dtype
+    tf::expr<float, tf::shape<2, 3>> bad = d;
+#endif
+#ifdef TF_FAIL_expr_shape
+    tf::expr<float, tf::shape<3, 2>> bad = m * 2.0f;
+#endif
+#ifdef TF_FAIL_expr_dyn
+    tf::expr<float, tf::shape<4, 64>> bad = x;  // a dyn extent cannot become static
+#endif
+#ifdef TF_FAIL_expr_device
+    tf::expr<float, tf::shape<2, 3>> bad = g;
+#endif
+#if defined(TF_FAIL_expr_dtype) || defined(TF_FAIL_expr_shape) || defined(TF_FAIL_expr_dyn) || defined(TF_FAIL_expr_device)
+    (void)bad;
 #endif
 #if defined(TF_FAIL_add_shape) || defined(TF_FAIL_matmul_shape) || defined(TF_FAIL_matmul_rank) ||      \
     defined(TF_FAIL_matmul_batch) || defined(TF_FAIL_reshape_count) || defined(TF_FAIL_reshape_target) || \

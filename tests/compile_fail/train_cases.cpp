@@ -35,6 +35,12 @@ int main() {
 #ifdef TF_FAIL_grad_no_rule
     auto bad = tf::grad(tf::sum(tf::make_node<my::opaque>(x * w)), w);
 #endif
+    tf::expr<float, tf::shape<2, 3>> hidden = x * w;
+    auto ok_expr = tf::train::sgd(0.1f).minimize(tf::sum(hidden), w);
+    (void)ok_expr;
+#ifdef TF_FAIL_minimize_expr
+    auto bad = tf::train::sgd(0.1f).minimize(tf::sum(hidden));
+#endif
 #ifdef TF_FAIL_grad_int_cost
     auto bad = tf::grad(tf::sum(i), i);
 #endif
@@ -51,7 +57,7 @@ int main() {
     tf::variable<"unused", float, tf::shape<3>> u;
     auto bad = tf::grad(tf::sum(x * w), u);
 #endif
-#if defined(TF_FAIL_grad_no_rule) || defined(TF_FAIL_grad_int_cost) || defined(TF_FAIL_minimize_no_variable) || \
+#if defined(TF_FAIL_grad_no_rule) || defined(TF_FAIL_grad_int_cost) || defined(TF_FAIL_minimize_expr) || defined(TF_FAIL_minimize_no_variable) || \
     defined(TF_FAIL_global_step_float) || defined(TF_FAIL_literal_zero_den) || defined(TF_FAIL_zero_gradient_warning)
     (void)bad;
 #endif

@@ -161,6 +161,7 @@ public:
         map_.insert(p, 0, 0);
         return true;
     }
+    bool contains(const void* p) const noexcept { return map_.find(p, 0) != key_map::none; }
     std::size_t size() const noexcept { return map_.size(); }
 
 private:

@@ -182,8 +182,9 @@ auto unbroadcast(const C& child, const V& v) {
 }
 
 // Builds adjoints over the distinct nodes of y, children of a node after the
-// node (reverse topological order), memoised per node.
-template <class Y>
+// node (reverse topological order), memoised per node. The adjoint of y is
+// ones, or `seed` (an expression of y's shape) when Seed is not void.
+template <class Y, class Seed = void>
 class builder {
     using G = graph::graph_of<Y>;
     static constexpr std::size_t N = G::size;
@@ -191,14 +192,20 @@ class builder {
     using at = typename node_at<typename G::nodes>::template type<I>;
 
 public:
+    template <class S = Seed>
+        requires(!std::is_void_v<S>)
+    builder(const Y& y, const S& seed) : builder(y) {
+        seed_ = &seed;
+    }
     explicit builder(const Y& y) {
         const std::size_t clash = graph::find_objects<G>(&y, obj_.data());
         if (clash != graph::no_node)
             throw error(std::string("grad: the cost holds two different '") +
                         std::string(node_labels<typename G::nodes>::value[clash]) +
                         "' nodes of one type that differ only in anonymous constants (such as x * 2.0f and "
-                        "x * 3.0f); grad identifies nodes by type. Make one of the constants a "
-                        "tf::literal<T, num, den>, a placeholder or a variable");
+                        "x * 3.0f), or only in the tf::expr objects they read; grad identifies nodes by type. Make one "
+                        "of the constants a tf::literal<T, num, den>, a placeholder or a variable; hide each term "
+                        "that reads a different tf::expr in a tf::expr of its own");
     }
 
     template <class X>
@@ -211,6 +218,21 @@ public:
             if constexpr (ad::is_zero_v<decltype(a)>) return zeros(x);
             else return a;
         }
+    }
+
+    /// Node I's adjoint (ad::zero when nothing flows to it) and object.
+    template <std::size_t I>
+    auto adjoint_at() {
+        return adjoint<I>();
+    }
+    template <std::size_t I>
+    const at<I>& object_at() const {
+        return object<I>();
+    }
+    /// What parent P's vector-Jacobian product gives its child slot `Slot` (node I).
+    template <std::size_t P, std::size_t Slot, std::size_t I>
+    auto contribution_at() {
+        return contribution<P, Slot, I>();
     }
 
 private:
@@ -235,7 +257,9 @@ private:
     template <std::size_t I>
     auto compute() {
         using T = at<I>;
-        if constexpr (I + 1 == N) {
+        if constexpr (I + 1 == N && !std::is_void_v<Seed>) {
+            return *seed_;
+        } else if constexpr (I + 1 == N) {
             if constexpr (shape_t<T>::rank == 0) return literal<value_type_t<T>, 1, 1, device_t<T>>{};
             else return broadcast_like(literal<value_type_t<T>, 1, 1, device_t<T>>{}, object<I>());
         } else if constexpr (!ad::differentiable_v<T>) {
@@ -286,6 +310,7 @@ private:
     }
 
     static constexpr std::size_t none = ~std::size_t{0};
+    const std::conditional_t<std::is_void_v<Seed>, char, Seed>* seed_ = nullptr;
     std::array<const void*, N> obj_{};
     typeflow::detail::node_handle memo_{typeflow::detail::new_node_state(N)};  // the adjoints computed so far
     std::array<std::size_t, N> slot_ = [] {
@@ -295,6 +320,11 @@ private:
     }();
 };
 
+// True when a node of L is a tf::expr (its graph is known only at run time).
+template <class L>
+struct has_erased;
+template <class... Ts>
+struct has_erased<meta::list<Ts...>> : std::bool_constant<(requires { Ts::expand_graph; } || ...)> {};
 template <class Y>
 constexpr bool floating_cost() {
     constexpr bool ok = std::is_floating_point_v<value_type_t<Y>>;
@@ -311,20 +341,29 @@ constexpr bool floating_cost() {
 /// not a scalar, as tf.gradients does): an expression of x's shape, sharing
 /// y's nodes, so that fetching y and its gradient computes y once. An x that
 /// y does not depend on gets a zero gradient (a warning with
-/// -DTYPEFLOW_WARN_ZERO_GRADIENT).
+/// -DTYPEFLOW_WARN_ZERO_GRADIENT). When y reaches a tf::expr, the gradient
+/// is a tf::expr of x's dtype and shape (see runtime/expr.hpp).
 template <expression Y, expression X>
 auto grad(const Y& y, const X& x) {
     static_assert(detail::autodiff::floating_cost<Y>());
-    detail::autodiff::builder<Y> b(y);
-    return b.of(x);
+    if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
+        return erased_grad(y, x);  // through tf::expr: runtime/expr.hpp (found by argument-dependent lookup)
+    } else {
+        detail::autodiff::builder<Y> b(y);
+        return b.of(x);
+    }
 }
 /// Gradients of y with respect to each of xs..., built in one pass.
 template <expression Y, expression... Xs>
     requires(sizeof...(Xs) > 1)
 auto grad(const Y& y, const Xs&... xs) {
     static_assert(detail::autodiff::floating_cost<Y>());
-    detail::autodiff::builder<Y> b(y);
-    return gradients<decltype(b.of(xs))...>(b.of(xs)...);
+    if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
+        return erased_grad(y, xs...);
+    } else {
+        detail::autodiff::builder<Y> b(y);
+        return gradients<decltype(b.of(xs))...>(b.of(xs)...);
+    }
 }
 
 }  // namespace typeflow

@@ -13,6 +13,7 @@ std::string dot_label() {
     std::string what;
     if constexpr (is_placeholder_v<T>) what = "placeholder \\\"" + std::string(T::name()) + "\\\"";
     else if constexpr (is_variable_v<T>) what = "variable \\\"" + std::string(T::name()) + "\\\"";
+    else if constexpr (requires { T::expand_graph; }) what = "expr";  // a tf::expr: its graph is not in its type
     else if constexpr (T::is_leaf) what = "constant";
     else what = std::string(T::op::name);
     return what + "\\n" + std::string(dtype_name(dtype_of<value_type_t<T>>)) + " " + to_string(shape_t<T>::value) +

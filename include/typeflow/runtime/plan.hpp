@@ -60,6 +60,43 @@ enum class extent_rule : std::uint8_t {
     assign,     // the variable's (child 0), after checking that child 1 fits
 };
 
+struct node_desc;
+/// The Eigen loop of a fused region (its root's entry in a plan's region table).
+using region_fn_t = void (*)(const backend::eigen::region_layout&, const void* const*, void*);
+
+/// The compile-time tables of one graph (graph/topo.hpp made data): what a
+/// plan runs, and what a tf::expr carries of the expression it hides.
+struct subgraph {
+    const node_desc* const* descs = nullptr;
+    const region_fn_t* regions = nullptr;  // per node: the loop of the fused region it roots, or null
+    const graph::node_flags* flags = nullptr;
+    std::size_t n = 0;  // nodes, children before parents; the last is the root
+    const graph::edge* edges = nullptr;
+    std::size_t n_edges = 0;
+    const std::size_t* first_edge = nullptr;  // node i's edges: edges[first_edge[i]] .. edges[first_edge[i + 1] - 1]
+};
+
+/// A tf::expr's internals as plain data (not owning): its state (whose one
+/// slot holds the hidden expression) and its graph.
+struct erased_graph;
+struct expr_ref {
+    typeflow::detail::node_state* state = nullptr;
+    const erased_graph* g = nullptr;
+};
+class grad_sink;
+/// A tf::expr's vector-Jacobian product: from the root object of the hidden
+/// expression and the adjoints flowing into the tf::expr (seeds), adds the
+/// adjoints of the hidden graph's variables, placeholders and tf::expr leaves
+/// to `out`.
+using backward_fn = void (*)(const void* root, const expr_ref* seeds, std::size_t n, grad_sink& out);
+/// What a tf::expr points to: its hidden expression's graph (first member:
+/// a subgraph pointer converts to it) and vector-Jacobian product (null when
+/// the expression cannot be differentiated through).
+struct erased_graph {
+    subgraph g;
+    backward_fn backward = nullptr;
+};
+
 /// One distinct node of a plan: what the runtime needs of it, fixed at compile time.
 struct node_desc {
     op_kind kind = op_kind::leaf;
@@ -80,10 +117,9 @@ struct node_desc {
     const void* (*data)(const void*) = nullptr;               // leaves (not placeholders): current elements
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
     void (*eval)(const void*, const void* const*, const dims* const*, void*) = nullptr;  // kernel nodes
+    // a tf::expr: the graph it hides and the object of that graph's root
+    const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
-
-/// The Eigen loop of a fused region (its root's entry in a plan's region table).
-using region_fn_t = void (*)(const backend::eigen::region_layout&, const void* const*, void*);
 
 /// One feed of a run, type-erased.
 struct feed_ref {
@@ -100,16 +136,18 @@ struct result_fns {
 };
 
 /// Runs a graph described by node descriptors. Plain C++: compiled once per
-/// program, whatever the graphs.
+/// program, whatever the graphs. A tf::expr leaf is expanded into the graph it
+/// hides (one segment per distinct tf::expr object, before its readers), so
+/// the plan runs one merged table.
 class plan_core : public plan_base {
 protected:
-    plan_core(const node_desc* const* desc, const region_fn_t* region, const graph::node_flags* flags, std::size_t n,
-              const graph::edge* edges, std::size_t n_edges);
+    explicit plan_core(const subgraph& top);
     ~plan_core() override;
 
-    /// Registers fetch `node` (object `obj`) and the objects below it.
+    /// Registers fetch `node` (a node of the top graph; object `obj`).
     void add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns);
-    /// Ends construction: operand lists of the fused regions.
+    /// Ends construction: expands tf::expr leaves, registers the objects below
+    /// the fetches, plans the fused regions' operands.
     void finish();
     /// One run: feeds checked before anything changes, then compute, copy, write.
     void run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds);
@@ -128,32 +166,52 @@ private:
     };
     struct fetch {
         std::size_t node = 0;
+        const void* obj = nullptr;
         const void* id = nullptr;  // null for a pure node (identified by its type)
         void* result = nullptr;  // the tensor<T> returned for it
         const result_fns* fns = nullptr;
         std::size_t primary = 0;  // the first fetch of the same node
+        std::uint32_t inst = 0;   // its instance
         void* data = nullptr;     // the result's elements in this run
+    };
+    // a graph in the merged table: a tf::expr's (segments before their readers) or the top one (last)
+    struct segment {
+        const subgraph* g = nullptr;
+        std::size_t offset = 0;
+        const void* root = nullptr;  // the object of its root (a tf::expr's hidden expression)
+    };
+    // a tf::expr leaf met in the graph of a segment (by its provisional number) and the segment it expands to
+    struct expansion_use {
+        std::uint32_t reader = 0;  // provisional number of the segment that reads it
+        std::uint32_t node = 0;    // its node in that segment's graph
+        std::uint32_t seg = 0;     // the segment it expands to
     };
     static constexpr std::uint32_t none = ~std::uint32_t{0};
 
     std::size_t child_node(std::size_t i, std::size_t j) const { return edges_[first_edge_[i] + j].child; }
     std::uint32_t child_ref(const instance& in, std::size_t j) const { return child_refs_[in.first_child + j]; }
     bool is_region_root(std::size_t i) const {
-        return desc_[i].kind == op_kind::elementwise && flags_[i].materialized;
+        return desc_[i]->kind == op_kind::elementwise && flags_[i].materialized;
     }
     // materialised nodes that a kernel or fused region computes
     bool computed(std::size_t i) const {
-        return flags_[i].materialized && desc_[i].kind != op_kind::leaf && desc_[i].kind != op_kind::view;
+        return flags_[i].materialized && desc_[i]->kind != op_kind::leaf && desc_[i]->kind != op_kind::view;
     }
-    std::size_t bytes_of(std::size_t i) const {
-        return static_cast<std::size_t>(dims_[i].numel()) * desc_[i].elem_size;
+    std::size_t bytes_of(std::uint32_t k) const {
+        return static_cast<std::size_t>(dims_[k].numel()) * desc_[insts_[k].node]->elem_size;
     }
 
-    // ---- construction: register node objects, check variable names ----
+    // ---- construction ----
+    // finds the tf::expr objects below object `obj` of node i of graph g (segment p, provisional)
+    void discover(const subgraph& g, std::uint32_t p, std::size_t i, const void* obj);
+    // the segment of a tf::expr object, made (after the segments below it) when first met
+    std::uint32_t expansion(const node_desc& d, const void* obj);
+    // the merged tables of all segments
+    void merge();
+    // registers node objects (each distinct one once), checks variable names
     std::uint32_t walk(std::size_t i, const void* obj);
     // the operands of a fused region: leaves and materialised nodes below its root, in order
     void collect_operands(std::uint32_t k);
-    std::uint32_t instance_of(const fetch& f) const;
     bool is_fetched_instance(std::size_t i, const void* id) const;
 
     // ---- planning for a binding of the dyn extents ----
@@ -169,38 +227,46 @@ private:
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
 
-    // node i's descriptor: desc_[i]
-    struct desc_table {
-        const node_desc* const* p;
-        desc_table(const node_desc* const* d, std::size_t) : p(d) {}
-        const node_desc& operator[](std::size_t i) const { return *p[i]; }
-    };
-    desc_table desc_;
-    const region_fn_t* region_fn_;
-    const graph::node_flags* flags_;
-    std::size_t n_;
-    const graph::edge* edges_;
-    std::size_t n_edges_;
     template <class T>
     using array = typeflow::detail::pod_vector<T>;
+    const subgraph* top_;
+    // the merged table
+    array<const node_desc*> desc_;
+    array<node_desc> own_desc_;  // a tf::expr leaf as a view of its segment's root
+    array<region_fn_t> region_fn_;
+    array<graph::node_flags> flags_;
+    std::size_t n_ = 0;
+    array<graph::edge> edges_;
     array<std::size_t> first_edge_;
     std::size_t max_children_ = 0;
     std::size_t max_operands_ = 0;
+    // expansion
+    array<segment> segs_;
+    array<expansion_use> uses_;
+    array<std::uint32_t> seg_of_;  // provisional number -> segment
+    typeflow::detail::key_map seen_;  // (op object, provisional segment) met by discover
+    typeflow::detail::key_map expanded_;  // (tf::expr identity, 0) -> segment
+    std::uint32_t provisional_ = 0;
 
     array<instance> insts_;
     array<std::uint32_t> first_inst_, last_inst_;  // per node: its instances, linked by instance::next
     array<std::uint32_t> child_refs_;
     array<std::uint32_t> operand_refs_;
     typeflow::detail::key_map by_id_;  // (identity, node) -> instance: a scalar's identity may be its parent's
+    typeflow::detail::key_map by_obj_;  // (operation node identity, 0) -> its first instance, in any segment
+    struct shared_read {
+        std::size_t node, reader;  // node `reader` of a later segment reads the instance of `node`
+    };
+    array<shared_read> shared_;
     array<named_storage> names_;
     array<fetch> fetches_;
 
-    array<dims> dims_;
+    array<dims> dims_;  // per instance
     array<dims> fed_dims_;
-    array<dims> fed_;
+    array<dims> fed_;  // per node (placeholders)
     array<const void*> feed_ptr_;
     bool bound_ = false;
-    std::unique_ptr<backend::eigen::region_layout[]> regions_;
+    std::unique_ptr<backend::eigen::region_layout[]> regions_;  // per instance
     array<std::size_t> last_;
     struct arena_block {  // 64-byte aligned, zeroed
         std::byte* p = nullptr;
@@ -401,6 +467,7 @@ struct op_desc {
 template <class T>
 struct leaf_desc {
     static constexpr bool placeholder = typeflow::detail::is_placeholder_v<T>;
+    static constexpr bool erased = requires { T::expand_graph; };  // a tf::expr
     static constexpr node_desc value{
         .kind = op_kind::leaf,
         .pure = T::pure,
@@ -418,8 +485,12 @@ struct leaf_desc {
         .feed_key = placeholder ? &feed_key<T> : nullptr,
         .identity = &leaf_identity<T>,
         .data = [] {
-            if constexpr (placeholder) return nullptr;
+            if constexpr (placeholder || erased) return nullptr;
             else return &leaf_data<T>;
+        }(),
+        .expand = [] {
+            if constexpr (erased) return &T::expand_graph;
+            else return nullptr;
         }(),
     };
 };
@@ -450,6 +521,18 @@ template <class... Ts>
 struct check_on_cpu<meta::list<Ts...>, false> {
     static_assert((on_cpu<Ts>() && ...));  // a class-body assertion: instantiated with the class
 };
+// The tables of graph G (see subgraph).
+template <class G, class L = typename G::nodes, class I = std::make_index_sequence<G::size>>
+struct graph_tables;
+template <class G, class... Ts, std::size_t... I>
+struct graph_tables<G, meta::list<Ts...>, std::index_sequence<I...>> {
+    static constexpr const node_desc* descs[sizeof...(Ts)] = {&desc_for<Ts>::type::value...};
+    static constexpr region_fn_t regions[sizeof...(Ts)] = {
+        region_ptr<typename region_of<G, I, Ts, Ts::kind == op_kind::elementwise && G::flags[I].materialized>::type,
+                   value_type_t<Ts>>::value...};
+    static constexpr subgraph value{descs, regions, G::flags.data(), G::size, G::edges.data(), G::edge_count,
+                                    G::first_edge.data()};
+};
 template <class L>
 struct all_on_cpu;
 template <class... Ts>
@@ -467,21 +550,9 @@ class plan final : public plan_core {
 
     static_assert(sizeof(detail::check_on_cpu<nodes, detail::all_on_cpu<nodes>::value>) > 0);
 
-    template <class L, class I = std::make_index_sequence<L::size>>
-    struct table;
-    template <class... Ts, std::size_t... I>
-    struct table<meta::list<Ts...>, std::index_sequence<I...>> {
-        static constexpr const node_desc* descs[sizeof...(Ts)] = {&detail::desc_for<Ts>::type::value...};
-        static constexpr region_fn_t regions[sizeof...(Ts)] = {
-            detail::region_ptr<typename detail::region_of<G, I, Ts, Ts::kind == op_kind::elementwise &&
-                                                                     G::flags[I].materialized>::type,
-                               value_type_t<Ts>>::value...};
-    };
-
 public:
     explicit plan(const fetch_list<Fs...>& f)
-        : plan_core(table<nodes>::descs, table<nodes>::regions, G::flags.data(), N, G::edges.data(), G::edge_count),
-          roots_(f.nodes) {
+        : plan_core(detail::graph_tables<G>::value), roots_(f.nodes) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             (add_fetch(G::template index<Fs>::value, &typeflow::detail::get_child<K>(roots_), &std::get<K>(results_),
                        &detail::result_ops<value_type_t<Fs>>::fns),

@@ -175,6 +175,9 @@ private:
     template <class L, class F>
     static auto with_trainable(const L& loss, F&& f) {
         using Vars = trainable_variables_t<L>;
+        static_assert(!typeflow::detail::autodiff::has_erased<typename graph::graph_of<L>::nodes>::value,
+                      "typeflow: minimize: the loss reaches a tf::expr, whose variables are not part of its type; "
+                      "name the variables to train: minimize(loss, vars...)");
         static_assert(Vars::size > 0, "typeflow: minimize: the loss reaches no trainable variable");
         using G = graph::graph_of<L>;
         std::array<const void*, G::size> obj{};

@@ -7,44 +7,143 @@
 
 namespace typeflow::runtime {
 
-TYPEFLOW_DECL plan_core::plan_core(const node_desc* const* desc, const region_fn_t* region, const graph::node_flags* flags,
-                                   std::size_t n, const graph::edge* edges, std::size_t n_edges)
-    : desc_(desc, n), region_fn_(region), flags_(flags), n_(n), edges_(edges), n_edges_(n_edges), first_edge_(n + 1),
-      dims_(n), fed_dims_(n), fed_(n), feed_ptr_(n), regions_(new backend::eigen::region_layout[n]), last_(n) {
-    first_inst_.assign(n, none);
-    last_inst_.assign(n, none);
-    std::size_t e = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        first_edge_[i] = e;
-        e += desc[i]->children;
-        max_children_ = std::max(max_children_, desc[i]->children);
-    }
-    first_edge_[n] = e;
-    in_ptr_.resize(max_children_);
-    in_dims_.resize(max_children_);
-    compute_last_reads();
-}
+TYPEFLOW_DECL plan_core::plan_core(const subgraph& top) : top_(&top) {}
 
 TYPEFLOW_DECL plan_core::~plan_core() = default;
 
 TYPEFLOW_DECL void plan_core::add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns) {
-    walk(node, obj);
-    const std::size_t k = fetches_.size();
     fetch f;
     f.node = node;
-    f.id = desc_[node].pure ? nullptr : desc_[node].identity(obj);
+    f.obj = obj;
     f.result = result;
     f.fns = fns;
-    f.primary = k;
-    for (std::size_t j = 0; j < k; ++j)
-        if (fetches_[j].node == node && fetches_[j].id == f.id) {
-            f.primary = j;
-            break;
-        }
     fetches_.push_back(f);
 }
 
+TYPEFLOW_DECL void plan_core::discover(const subgraph& g, std::uint32_t p, std::size_t i, const void* obj) {
+    const node_desc& d = *g.descs[i];
+    if (d.kind == op_kind::leaf) {
+        if (d.expand) uses_.push_back({p, static_cast<std::uint32_t>(i), expansion(d, obj)});
+        return;
+    }
+    const void* id = d.identity(obj);
+    if (seen_.find(id, p) != none) return;
+    seen_.insert(id, p, 0);
+    array<const void*> kids(d.children);
+    if (d.children) d.children_of(obj, kids.data());
+    for (std::size_t j = 0; j < d.children; ++j) discover(g, p, g.edges[g.first_edge[i] + j].child, kids[j]);
+}
+
+TYPEFLOW_DECL std::uint32_t plan_core::expansion(const node_desc& d, const void* obj) {
+    const void* id = d.identity(obj);
+    const std::uint32_t found = expanded_.find(id, 0);
+    if (found != none) return found;
+    segment s;
+    s.g = d.expand(obj, &s.root);
+    const std::uint32_t p = provisional_++;
+    discover(*s.g, p, s.g->n - 1, s.root);
+    const auto k = static_cast<std::uint32_t>(segs_.size());
+    segs_.push_back(s);
+    if (seg_of_.size() <= p) seg_of_.resize(p + 1);
+    seg_of_[p] = k;
+    expanded_.insert(id, 0, k);
+    return k;
+}
+
+TYPEFLOW_DECL void plan_core::merge() {
+    for (segment& s : segs_) {
+        s.offset = n_;
+        n_ += s.g->n;
+    }
+    // the erased leaves of each segment, with the segments they expand to
+    array<std::uint32_t> exp_count(n_ + 1);
+    for (const expansion_use& u : uses_) ++exp_count[segs_[seg_of_[u.reader]].offset + u.node];
+    std::size_t n_erased = 0;
+    for (std::size_t i = 0; i < n_; ++i) n_erased += exp_count[i] > 0;
+    own_desc_.reserve(n_erased);
+    desc_.resize(n_);
+    region_fn_.resize(n_);
+    flags_.resize(n_);
+    first_edge_.resize(n_ + 1);
+    for (std::size_t k = 0; k < segs_.size(); ++k) {
+        const segment& s = segs_[k];
+        const bool top = k + 1 == segs_.size();
+        for (std::size_t i = 0; i < s.g->n; ++i) {
+            const std::size_t m = s.offset + i;
+            desc_[m] = s.g->descs[i];
+            region_fn_[m] = s.g->regions[i];
+            flags_[m] = s.g->flags[i];
+            first_edge_[m] = edges_.size();
+            if (exp_count[m] > 0) {
+                // a tf::expr: a view of the root of each segment its objects expand to
+                node_desc v = *s.g->descs[i];
+                v.kind = op_kind::view;
+                v.pure = false;
+                v.rule = extent_rule::last;
+                v.children = 1;
+                own_desc_.push_back(v);
+                desc_[m] = &own_desc_[own_desc_.size() - 1];
+                flags_[m].kind = op_kind::view;
+                flags_[m].leaf = false;
+                flags_[m].pure = false;
+                flags_[m].materialized = true;
+                for (const expansion_use& u : uses_) {
+                    if (segs_[seg_of_[u.reader]].offset + u.node != m) continue;
+                    const std::size_t root = segs_[u.seg].offset + segs_[u.seg].g->n - 1;
+                    bool dup = false;
+                    for (std::size_t e = first_edge_[m]; e < edges_.size(); ++e) dup = dup || edges_[e].child == root;
+                    if (!dup) edges_.push_back({m, root, false});
+                }
+            } else {
+                for (std::size_t e = s.g->first_edge[i]; e < s.g->first_edge[i + 1]; ++e)
+                    edges_.push_back({m, s.offset + s.g->edges[e].child, s.g->edges[e].control});
+            }
+            // a segment's root is read by the tf::expr leaves that hide it; only the top graph's nodes are fetched
+            if (!top) flags_[m].fetched = false;
+            max_children_ = std::max(max_children_, desc_[m]->children);
+        }
+    }
+    first_edge_[n_] = edges_.size();
+}
+
 TYPEFLOW_DECL void plan_core::finish() {
+    // 1. the tf::expr objects below the fetches, each expanded once, in segments before their readers
+    const std::uint32_t top = provisional_++;
+    for (const fetch& f : fetches_) discover(*top_, top, f.node, f.obj);
+    segment t;
+    t.g = top_;
+    if (seg_of_.size() <= top) seg_of_.resize(top + 1);
+    seg_of_[top] = static_cast<std::uint32_t>(segs_.size());
+    segs_.push_back(t);
+    merge();
+    const std::size_t top_offset = segs_[segs_.size() - 1].offset;
+    // 2. the node objects
+    first_inst_.assign(n_, none);
+    last_inst_.assign(n_, none);
+    fed_dims_.resize(n_);
+    fed_.resize(n_);
+    feed_ptr_.resize(n_);
+    last_.resize(n_);
+    in_ptr_.resize(max_children_ + 1);
+    in_dims_.resize(max_children_ + 1);
+    compute_last_reads();
+    // segments in order, so that an object two segments share is computed in the first
+    for (std::size_t k = 0; k + 1 < segs_.size(); ++k) walk(segs_[k].offset + segs_[k].g->n - 1, segs_[k].root);
+    for (std::size_t k = 0; k < fetches_.size(); ++k) {
+        fetch& f = fetches_[k];
+        f.inst = walk(f.node + top_offset, f.obj);
+        f.node = insts_[f.inst].node;  // an earlier segment's node when shared
+        f.id = desc_[f.node]->pure ? nullptr : insts_[f.inst].id;
+        f.primary = k;
+        for (std::size_t j = 0; j < k; ++j)
+            if (fetches_[j].node == f.node && fetches_[j].id == f.id) {
+                f.primary = j;
+                break;
+            }
+    }
+    // a shared instance lives until the last reader in any segment
+    for (const shared_read& r : shared_) last_[r.node] = std::max(last_[r.node], last_[r.reader]);
+    // 3. the operands of each fused region
     for (std::uint32_t k = 0; k < insts_.size(); ++k) {
         instance& in = insts_[k];
         if (is_region_root(in.node)) {
@@ -62,7 +161,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     // 1. feeds
     bool changed = !bound_;
     for (std::size_t i = 0; i < n_; ++i) {
-        const node_desc& d = desc_[i];
+        const node_desc& d = *desc_[i];
         if (!d.placeholder) continue;
         const feed_ref* f = nullptr;
         for (std::size_t j = 0; j < n_feeds && !f; ++j)
@@ -82,7 +181,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     prepare_results();
     // 4. where each instance's elements are in this run
     for (std::size_t i = 0; i < n_; ++i) {
-        const node_desc& d = desc_[i];
+        const node_desc& d = *desc_[i];
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
             if (d.placeholder) in.ptr = feed_ptr_[i];
@@ -95,16 +194,16 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     stats.evaluations = 0;
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
-        const node_desc& d = desc_[i];
+        const node_desc& d = *desc_[i];
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
             if (d.kind == op_kind::elementwise) {
                 for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
-                region_fn_[i](regions_[i], base_.data(), in.buf);
+                region_fn_[i](regions_[k], base_.data(), in.buf);
             } else {
                 for (std::size_t j = 0; j < d.children; ++j) {
                     in_ptr_[j] = insts_[child_ref(in, j)].ptr;
-                    in_dims_[j] = &dims_[child_node(i, j)];
+                    in_dims_[j] = &dims_[child_ref(in, j)];
                 }
                 d.eval(in.obj, in_ptr_.data(), in_dims_.data(), in.buf);
             }
@@ -114,11 +213,10 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
     }
     // 6. fetched leaves and views are copied out
     for (const fetch& f : fetches_) {
-        const node_desc& d = desc_[f.node];
+        const node_desc& d = *desc_[f.node];
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data())) continue;
         if (d.kind != op_kind::leaf && d.kind != op_kind::view) continue;
-        const instance& in = insts_[instance_of(f)];
-        std::memcpy(f.data, in.ptr, bytes_of(f.node));
+        std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
     // 7. writes of assigns, in topological order (the later of two writes wins)
     for (std::size_t i = 0; i < n_; ++i)
@@ -132,7 +230,7 @@ TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, 
 }
 
 TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
-    const node_desc& d = desc_[i];
+    const node_desc& d = *desc_[i];
     const void* id = d.identity(obj);
     if (d.variable) register_variable(names_, d.name, id);
     const bool op = d.kind != op_kind::leaf;
@@ -142,11 +240,28 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         const std::uint32_t found = by_id_.find(id, i);
         if (found != none) return found;
     }
+    if (op) {
+        // the same object in an earlier segment (segments are walked in order):
+        // read its value there rather than computing it again, when both have
+        // a buffer (a fused node is part of its region's loop)
+        const std::uint32_t k = by_obj_.find(id, 0);
+        if (k != none && desc_[insts_[k].node] == &d && flags_[insts_[k].node].materialized && flags_[i].materialized) {
+            by_id_.insert(id, i, k);
+            shared_.push_back({insts_[k].node, i});
+            return k;
+        }
+    }
     if (!op && d.pure && first_inst_[i] != none) return first_inst_[i];
-    array<const void*> kids(d.children);
-    if (d.children) d.children_of(obj, kids.data());
     array<std::uint32_t> refs(d.children);
-    for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
+    if (d.expand) {
+        // a tf::expr: a view of the root of its own segment
+        const segment& s = segs_[expanded_.find(id, 0)];
+        refs[0] = walk(s.offset + s.g->n - 1, s.root);
+    } else {
+        array<const void*> kids(d.children);
+        if (d.children) d.children_of(obj, kids.data());
+        for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
+    }
     std::uint32_t k;
     if (d.pure && first_inst_[i] != none) {
         k = first_inst_[i];
@@ -164,23 +279,18 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         last_inst_[i] = k;
     }
     if (op || !d.pure) by_id_.insert(id, i, k);
+    if (op && by_obj_.find(id, 0) == none) by_obj_.insert(id, 0, k);
     return k;
 }
 
 TYPEFLOW_DECL void plan_core::collect_operands(std::uint32_t k) {
-    const std::size_t i = insts_[k].node;
-    for (std::size_t j = desc_[i].control_inputs; j < desc_[i].children; ++j) {
+    const node_desc& d = *desc_[insts_[k].node];
+    for (std::size_t j = d.control_inputs; j < d.children; ++j) {
         const std::uint32_t c = child_ref(insts_[k], j);
         const std::size_t ci = insts_[c].node;
-        if (desc_[ci].kind == op_kind::leaf || flags_[ci].materialized) operand_refs_.push_back(c);
+        if (desc_[ci]->kind == op_kind::leaf || flags_[ci].materialized) operand_refs_.push_back(c);
         else collect_operands(c);
     }
-}
-
-TYPEFLOW_DECL std::uint32_t plan_core::instance_of(const fetch& f) const {
-    for (std::uint32_t k = first_inst_[f.node]; k != none; k = insts_[k].next)
-        if (f.id == nullptr || insts_[k].id == f.id) return k;
-    return first_inst_[f.node];
 }
 
 TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id) const {
@@ -190,32 +300,38 @@ TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id)
 }
 
 TYPEFLOW_DECL void plan_core::rebind() {
-    array<dims> d(n_);
+    // extents, per instance (the instances of a tf::expr leaf read different segments)
+    array<dims> d(insts_.size());
     array<const dims*> in(max_children_ + 1);
     for (std::size_t i = 0; i < n_; ++i) {
-        const node_desc& nd = desc_[i];
-        for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_node(i, j)];
-        switch (nd.rule) {
-        case extent_rule::leaf: d[i] = nd.placeholder ? fed_[i] : nd.static_dims; break;
-        case extent_rule::function: d[i] = nd.infer(in.data()); break;
-        case extent_rule::broadcast: d[i] = broadcast_operands(nd.name, in.data(), nd.children); break;
-        case extent_rule::last: d[i] = *in[nd.children - 1]; break;
-        case extent_rule::assign:
-            check_assign_fits(nd.name, desc_[child_node(i, 0)].name, *in[0], *in[1]);
-            d[i] = *in[0];
-            break;
+        const node_desc& nd = *desc_[i];
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
+            for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_ref(insts_[k], j)];
+            switch (nd.rule) {
+            case extent_rule::leaf: d[k] = nd.placeholder ? fed_[i] : nd.static_dims; break;
+            case extent_rule::function: d[k] = nd.infer(in.data()); break;
+            case extent_rule::broadcast: d[k] = broadcast_operands(nd.name, in.data(), nd.children); break;
+            case extent_rule::last: d[k] = *in[nd.children - 1]; break;
+            case extent_rule::assign:
+                check_assign_fits(nd.name, desc_[child_node(i, 0)]->name, *in[0], *in[1]);
+                d[k] = *in[0];
+                break;
+            }
         }
     }
-    // fused regions: loop structure (every instance of a node has the same operand nodes)
-    std::unique_ptr<backend::eigen::region_layout[]> regions(new backend::eigen::region_layout[n_]);
+    // fused regions: loop structure
+    std::unique_ptr<backend::eigen::region_layout[]> regions(new backend::eigen::region_layout[insts_.size()]);
     for (std::size_t i = 0; i < n_; ++i) {
         if (!is_region_root(i)) continue;
-        const instance& in0 = insts_[first_inst_[i]];
-        for (std::uint32_t o = 0; o < in0.operands; ++o) {
-            const std::size_t on = insts_[operand_refs_[in0.first_operand + o]].node;
-            opinfo_[o] = {&d[on], desc_[on].elem_size, desc_[on].scalar};
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
+            const instance& in0 = insts_[k];
+            for (std::uint32_t o = 0; o < in0.operands; ++o) {
+                const std::uint32_t ok = operand_refs_[in0.first_operand + o];
+                const node_desc& od = *desc_[insts_[ok].node];
+                opinfo_[o] = {&d[ok], od.elem_size, od.scalar};
+            }
+            regions[k] = backend::eigen::plan_region(d[k], opinfo_.data(), in0.operands);
         }
-        regions[i] = backend::eigen::plan_region(d[i], opinfo_.data(), in0.operands);
     }
     // buffers: every computed instance that is not fetched
     array<buffer_request> reqs;
@@ -224,7 +340,7 @@ TYPEFLOW_DECL void plan_core::rebind() {
         if (!computed(i)) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             if (is_fetched_instance(i, insts_[k].id)) continue;
-            const std::size_t bytes = static_cast<std::size_t>(d[i].numel()) * desc_[i].elem_size;
+            const std::size_t bytes = static_cast<std::size_t>(d[k].numel()) * desc_[i]->elem_size;
             reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
             owner.push_back(k);
         }
@@ -248,16 +364,15 @@ TYPEFLOW_DECL void plan_core::compute_last_reads() {
     for (std::size_t i = n_; i-- > 0;) {
         step[i] = i;
         if (!flags_[i].leaf && !flags_[i].materialized)  // fused: used exactly once
-            for (std::size_t e = 0; e < n_edges_; ++e)
-                if (edges_[e].child == i) step[i] = step[edges_[e].parent];
+            for (const graph::edge& e : edges_)
+                if (e.child == i) step[i] = step[e.parent];
     }
     for (std::size_t i = 0; i < n_; ++i) last_[i] = flags_[i].fetched ? n_ : i;
-    for (std::size_t e = 0; e < n_edges_; ++e)
-        last_[edges_[e].child] = std::max(last_[edges_[e].child], step[edges_[e].parent]);
+    for (const graph::edge& e : edges_) last_[e.child] = std::max(last_[e.child], step[e.parent]);
     for (std::size_t i = n_; i-- > 0;)
         if (flags_[i].kind == op_kind::view)
-            for (std::size_t e = 0; e < n_edges_; ++e)
-                if (edges_[e].parent == i) last_[edges_[e].child] = std::max(last_[edges_[e].child], last_[i]);
+            for (const graph::edge& e : edges_)
+                if (e.parent == i) last_[e.child] = std::max(last_[e.child], last_[i]);
 }
 
 TYPEFLOW_DECL void plan_core::prepare_results() {
@@ -267,7 +382,7 @@ TYPEFLOW_DECL void plan_core::prepare_results() {
             f.fns->reset(f.result);
             continue;
         }
-        f.data = f.fns->prepare(f.result, dims_[f.node]);
+        f.data = f.fns->prepare(f.result, dims_[f.inst]);
         if (computed(f.node))
             for (std::uint32_t i = first_inst_[f.node]; i != none; i = insts_[i].next)
                 if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
@@ -276,8 +391,9 @@ TYPEFLOW_DECL void plan_core::prepare_results() {
 
 TYPEFLOW_DECL void plan_core::write(std::size_t i, const instance& in) {
     const std::size_t v = child_node(i, 0);
-    void* dst = const_cast<void*>(desc_[v].data(insts_[child_ref(in, 0)].obj));
-    std::memcpy(dst, in.buf, bytes_of(v));
+    const std::uint32_t vk = child_ref(in, 0);
+    void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
+    std::memcpy(dst, in.buf, bytes_of(vk));
 }
 
 }  // namespace typeflow::runtime

@@ -1,0 +1,364 @@
+// typeflow/runtime/expr.hpp — tf::expr<T, S>: an expression whose type is a
+// short tag (dtype, shape, device), not the graph below it.
+#pragma once
+#include <type_traits>
+
+#include <typeflow/core/device.hpp>
+#include <typeflow/core/dtype.hpp>
+#include <typeflow/core/shape.hpp>
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/pod_vector.hpp>
+#include <typeflow/expr/diagnostics.hpp>
+#include <typeflow/expr/grad.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/node.hpp>
+#include <typeflow/graph/topo.hpp>
+#include <typeflow/runtime/plan.hpp>
+
+namespace typeflow::diagnostic {
+template <class ExprShape, class ExpressionShape>
+struct expr_shape_does_not_fit;
+template <class ExprType, class ExpressionType>
+struct expr_dtype_differs;
+template <class ExprDevice, class ExpressionDevice>
+struct expr_device_differs;
+}  // namespace typeflow::diagnostic
+
+namespace typeflow {
+template <value_type_c T, shape_c S, device_c D>
+class expr;
+
+namespace runtime {
+/// Adjoints found while differentiating through tf::expr objects: each a
+/// tf::expr (held here) keyed by what it is the adjoint of (a tf::expr's or a
+/// variable's identity, a placeholder's feed key).
+class grad_sink {
+public:
+    struct entry {
+        const void* key;
+        expr_ref value;
+    };
+    grad_sink() = default;
+    grad_sink(const grad_sink&) = delete;
+    grad_sink& operator=(const grad_sink&) = delete;
+    ~grad_sink() {
+        for (const entry& e : entries_) typeflow::detail::node_handle release(e.value.state);
+    }
+    /// Adds an adjoint of `key` (shares r).
+    void add(const void* key, expr_ref r) {
+        r.state->refs.fetch_add(1, std::memory_order_relaxed);
+        entries_.push_back({key, r});
+    }
+    const typeflow::detail::pod_vector<entry>& entries() const noexcept { return entries_; }
+
+private:
+    typeflow::detail::pod_vector<entry> entries_;
+};
+
+namespace detail {
+template <class R>
+void backward_of(const void* root, const expr_ref* seeds, std::size_t n, grad_sink& out);
+template <class T, bool Leaf = T::is_leaf>
+struct has_rule : std::true_type {};
+template <class T>
+struct has_rule<T, false> : std::bool_constant<typeflow::detail::autodiff::complete_v<gradient<typename T::op>>> {};
+template <class L>
+struct all_have_rules;
+template <class... Ts>
+struct all_have_rules<meta::list<Ts...>> : std::bool_constant<(has_rule<Ts>::value && ...)> {};
+// The graph of expression type R, and its vector-Jacobian product when
+// Backward and R can be differentiated (floating point, every op with a rule).
+template <class R, bool Backward>
+struct erased_tables {
+    using G = graph::graph_of<R>;
+    static constexpr backward_fn backward = []() -> backward_fn {
+        if constexpr (Backward && std::is_floating_point_v<value_type_t<R>> && all_have_rules<typename G::nodes>::value)
+            return &backward_of<R>;
+        else
+            return nullptr;
+    }();
+    static constexpr erased_graph value{graph_tables<G>::value, backward};
+};
+}  // namespace detail
+}  // namespace runtime
+
+namespace detail {
+struct no_backward_t {};
+// What the gradient code needs of a tf::expr's internals.
+struct expr_access {
+    template <class E>
+    static runtime::expr_ref ref(const E& e) noexcept {
+        return {e.h_.get(), e.g_};
+    }
+    // a tf::expr of type E sharing r's state (a tf::expr of another static shape)
+    template <class E>
+    static E adopt(const runtime::expr_ref& r) noexcept {
+        return E(r);
+    }
+    // hides x in a tf::expr of type E without a vector-Jacobian product (no
+    // further instantiation: the adjoints grad makes are not differentiated again)
+    template <class E, class X>
+    static E erase(const X& x) {
+        if constexpr (std::is_same_v<X, E>) return x;
+        else return E(x, no_backward_t{});
+    }
+};
+
+// S fits R: the same rank, and each extent equal or dyn in S.
+template <class S, class R>
+constexpr bool shape_fits() {
+    constexpr dims s = S::value, r = R::value;
+    if (s.rank != r.rank) return false;
+    for (std::size_t i = 0; i < s.rank; ++i)
+        if (s.d[i] != dyn && s.d[i] != r.d[i]) return false;
+    return true;
+}
+}  // namespace detail
+
+/// An expression of element type T, static shape S and device D whose type
+/// does not spell the graph below it, like std::function for graphs:
+///
+///     tf::expr<float, tf::shape<tf::dyn, 16>> h = x;
+///     for (int k = 0; k < 100; ++k) h = tf::tanh(h * w + h);
+///
+/// It keeps the expression it was made from (sharing its nodes) and the
+/// compile-time tables of that expression's graph, built once per expression
+/// type. A session expands it at run time, so graphs of any depth, and depths
+/// known only at run time, compile in the time of one step. S may leave an
+/// extent of the expression tf::dyn, never the reverse. A tf::expr is
+/// identified by object (as an anonymous constant is): fusion and common
+/// subexpressions stop at it. `tf::grad` differentiates through it: each
+/// hidden expression type gets its vector-Jacobian product compiled once, and
+/// the adjoints cross the tf::expr objects at run time; such a gradient is a
+/// tf::expr itself (and is not differentiated again).
+template <value_type_c T, shape_c S, device_c D = cpu>
+class expr : public detail::leaf_base {
+public:
+    using value_type = T;
+    using shape_type = S;
+    using device = D;
+    static constexpr bool pure = false;
+
+    /// Hides expression `e` (which it shares).
+    template <expression E>
+        requires(!std::is_same_v<std::remove_cvref_t<E>, expr>)
+    expr(const E& e)  // NOLINT(google-explicit-constructor): `tf::expr<...> h = a + b;`
+        : h_(detail::new_node_state(1)) {
+        init<E, true>(e);
+    }
+
+    const void* identity() const noexcept { return h_.get(); }
+    /// The graph it hides and the object of that graph's root (for plans).
+    static const runtime::subgraph* expand_graph(const void* obj, const void** root) noexcept {
+        const expr& e = *static_cast<const expr*>(obj);
+        *root = e.h_.get()->slots()[0].bytes;
+        return &e.g_->g;
+    }
+
+private:
+    friend struct detail::expr_access;
+    template <class E>
+    expr(const E& e, detail::no_backward_t) : h_(detail::new_node_state(1)) {
+        init<E, false>(e);
+    }
+    explicit expr(const runtime::expr_ref& r) noexcept : h_(r.state), g_(r.g) {
+        h_.get()->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    template <class E, bool Backward>
+    void init(const E& e) {
+        static_assert(check<E>());
+        using nodes = typename graph::graph_of<E>::nodes;
+        static_assert(sizeof(runtime::detail::check_on_cpu<nodes, runtime::detail::all_on_cpu<nodes>::value>) > 0);
+        g_ = &runtime::detail::erased_tables<E, Backward>::value;
+        detail::child_ops<E>::type::store(h_.get(), &e);
+    }
+
+    template <class E>
+    static constexpr bool check() {
+        constexpr bool type_ok = std::is_same_v<value_type_t<E>, T>;
+        if constexpr (!type_ok) {
+            diagnostic::expr_dtype_differs<T, value_type_t<E>> error;
+        }
+        static_assert(type_ok, "typeflow: expr: the expression's dtype differs from the tf::expr's");
+        constexpr bool device_ok = std::is_same_v<device_t<E>, D>;
+        if constexpr (!device_ok) {
+            diagnostic::expr_device_differs<D, device_t<E>> error;
+        }
+        static_assert(device_ok, "typeflow: expr: the expression's device differs from the tf::expr's");
+        constexpr bool shape_ok = detail::shape_fits<S, shape_t<E>>();
+        if constexpr (!shape_ok) {
+            diagnostic::expr_shape_does_not_fit<S, shape_t<E>> error;
+        }
+        static_assert(shape_ok,
+                      "typeflow: expr: the expression's shape does not fit the tf::expr's (same rank; each extent "
+                      "equal, or tf::dyn in the tf::expr)");
+        return type_ok && device_ok && shape_ok;
+    }
+
+    detail::node_handle h_;                     // a state whose one slot holds the hidden expression
+    const runtime::erased_graph* g_ = nullptr;  // that expression's graph and vector-Jacobian product
+};
+
+namespace detail {
+template <class T>
+inline constexpr bool is_expr_v = false;
+template <class T, class S, class D>
+inline constexpr bool is_expr_v<expr<T, S, D>> = true;
+}  // namespace detail
+
+namespace runtime::detail {
+namespace adx = typeflow::detail::autodiff;
+using typeflow::detail::expr_access;
+
+// The adjoint tensors of the leaves of graph G that grad reports through a
+// tf::expr: variables and placeholders of floating dtype, and tf::expr
+// leaves (one entry per use, keyed by the object in that slot, so that two
+// tf::expr objects of one type read by one node stay apart). `roots`
+// collects the tf::expr objects (top-level call only).
+template <class A>
+void add_adjoint(grad_sink& out, const void* key, const A& a) {
+    if constexpr (!typeflow::ad::is_zero_v<A>) {
+        using EA = expr<value_type_t<A>, shape_t<A>, device_t<A>>;
+        const EA e = expr_access::erase<EA>(a);
+        out.add(key, expr_access::ref(e));
+    }
+}
+template <class G, std::size_t P, std::size_t Slot, std::size_t I, class B>
+void emit_use(B& b, grad_sink& out, typeflow::detail::pod_vector<expr_ref>* roots) {
+    const auto& leaf = b.template object_at<P>().template child<Slot>();
+    if (roots) roots->push_back(expr_access::ref(leaf));
+    add_adjoint(out, leaf.identity(), b.template contribution_at<P, Slot, I>());
+}
+template <class G, class L, std::size_t I, class B>
+void emit_node(B& b, grad_sink& out, typeflow::detail::pod_vector<expr_ref>* roots) {
+    if constexpr (L::is_leaf && typeflow::ad::differentiable_v<L>) {
+        if constexpr (typeflow::detail::is_expr_v<L>) {
+            if (roots) roots->push_back(expr_access::ref(b.template object_at<I>()));
+            if constexpr (I + 1 == G::size) {
+                add_adjoint(out, b.template object_at<I>().identity(), b.template adjoint_at<I>());
+            } else {
+                constexpr const auto& t = adx::use_table<G>::value;
+                [&]<std::size_t... K>(std::index_sequence<K...>) {
+                    (emit_use<G, t.u[t.first[I] + K].parent, t.u[t.first[I] + K].slot, I>(b, out, roots), ...);
+                }(std::make_index_sequence<t.first[I + 1] - t.first[I]>{});
+            }
+        } else if constexpr (typeflow::detail::is_variable_v<L>) {
+            add_adjoint(out, b.template object_at<I>().identity(), b.template adjoint_at<I>());
+        } else if constexpr (typeflow::detail::is_placeholder_v<L>) {
+            add_adjoint(out, &feed_key<L>, b.template adjoint_at<I>());
+        }
+    }
+}
+template <class Y, class B>
+void emit_leaves(B& b, grad_sink& out, typeflow::detail::pod_vector<expr_ref>* roots) {
+    using G = graph::graph_of<Y>;
+    [&]<class... Ts, std::size_t... I>(meta::list<Ts...>, std::index_sequence<I...>) {
+        (emit_node<G, Ts, I>(b, out, roots), ...);
+    }(typename G::nodes{}, std::make_index_sequence<G::size>{});
+}
+
+template <class R>
+void backward_of(const void* root, const expr_ref* seeds, std::size_t n, grad_sink& out) {
+    using ES = expr<value_type_t<R>, shape_t<R>, device_t<R>>;  // the adjoint, at R's static shape
+    ES acc = expr_access::adopt<ES>(seeds[0]);
+    for (std::size_t k = 1; k < n; ++k) acc = expr_access::erase<ES>(acc + expr_access::adopt<ES>(seeds[k]));
+    adx::builder<R, ES> b(*static_cast<const R*>(root), acc);
+    emit_leaves<R>(b, out, nullptr);
+}
+
+// Finds the tf::expr objects below object `obj` of node i of graph g (and
+// records the operation nodes met, for the check that no gradient is asked
+// of a node hidden in a tf::expr).
+inline void scan_erased(const subgraph& g, std::size_t i, const void* obj, typeflow::detail::pointer_set& ops,
+                        typeflow::detail::pointer_set& visited, typeflow::detail::pod_vector<expr_ref>& order);
+inline void visit_erased(const expr_ref& r, typeflow::detail::pointer_set& ops, typeflow::detail::pointer_set& visited,
+                         typeflow::detail::pod_vector<expr_ref>& order) {
+    if (!visited.insert(r.state)) return;
+    scan_erased(r.g->g, r.g->g.n - 1, r.state->slots()[0].bytes, ops, visited, order);
+    order.push_back(r);  // after the tf::expr objects it reads
+}
+inline void scan_erased(const subgraph& g, std::size_t i, const void* obj, typeflow::detail::pointer_set& ops,
+                        typeflow::detail::pointer_set& visited, typeflow::detail::pod_vector<expr_ref>& order) {
+    const node_desc& d = *g.descs[i];
+    if (d.kind == op_kind::leaf) {
+        if (d.expand) {
+            const void* root = nullptr;
+            const auto* eg = reinterpret_cast<const erased_graph*>(d.expand(obj, &root));
+            visit_erased({static_cast<typeflow::detail::node_state*>(const_cast<void*>(d.identity(obj))), eg}, ops,
+                         visited, order);
+        }
+        return;
+    }
+    if (!ops.insert(d.identity(obj))) return;
+    typeflow::detail::pod_vector<const void*> kids(d.children);
+    if (d.children) d.children_of(obj, kids.data());
+    for (std::size_t j = 0; j < d.children; ++j) scan_erased(g, g.edges[g.first_edge[i] + j].child, kids[j], ops, visited, order);
+}
+// Runs the vector-Jacobian products of the tf::expr objects below `roots`,
+// each after every reader of it has added its adjoint to `sink`.
+inline void propagate(grad_sink& sink, const expr_ref* roots, std::size_t n, typeflow::detail::pointer_set& ops) {
+    typeflow::detail::pointer_set visited;
+    typeflow::detail::pod_vector<expr_ref> order;
+    for (std::size_t k = 0; k < n; ++k) visit_erased(roots[k], ops, visited, order);
+    typeflow::detail::pod_vector<expr_ref> seeds;
+    for (std::size_t k = order.size(); k-- > 0;) {
+        const expr_ref r = order[k];
+        seeds.clear();
+        for (const grad_sink::entry& e : sink.entries())
+            if (e.key == r.state) seeds.push_back(e.value);
+        if (seeds.empty()) continue;
+        if (!r.g->backward)
+            throw error("grad: the cost reaches a tf::expr that cannot be differentiated through (one made by "
+                        "tf::grad, or hiding an op without a gradient rule)");
+        r.g->backward(r.state->slots()[0].bytes, seeds.data(), seeds.size(), sink);
+    }
+}
+
+template <class B, class X>
+auto gradient_of(B& b, const grad_sink& sink, const typeflow::detail::pointer_set& ops, const X& x) {
+    using RX = expr<value_type_t<X>, shape_t<X>, device_t<X>>;
+    if constexpr (typeflow::detail::is_variable_v<X> || typeflow::detail::is_expr_v<X> ||
+                  typeflow::detail::is_placeholder_v<X>) {
+        const void* key;
+        if constexpr (typeflow::detail::is_placeholder_v<X>) key = &feed_key<X>;
+        else key = x.identity();
+        RX acc = expr_access::erase<RX>(broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x));
+        bool first = true;
+        for (const grad_sink::entry& e : sink.entries()) {
+            if (e.key != key) continue;
+            if (first) acc = expr_access::adopt<RX>(e.value);
+            else acc = expr_access::erase<RX>(acc + expr_access::adopt<RX>(e.value));
+            first = false;
+        }
+        return acc;
+    } else {
+        if constexpr (!X::is_leaf) {
+            if (ops.contains(x.identity()))
+                throw error("grad: a gradient was asked of a node that a tf::expr hides; ask it of a variable, a "
+                            "placeholder or the tf::expr");
+        }
+        return expr_access::erase<RX>(b.of(x));
+    }
+}
+}  // namespace runtime::detail
+
+/// grad(y, xs...) for a cost that reaches a tf::expr (called by tf::grad):
+/// the top graph's adjoints at compile time, then each tf::expr's
+/// vector-Jacobian product, readers before what they read.
+template <expression Y, expression... Xs>
+auto erased_grad(const Y& y, const Xs&... xs) {
+    detail::autodiff::builder<Y> b(y);
+    runtime::grad_sink sink;
+    detail::pod_vector<runtime::expr_ref> roots;
+    runtime::detail::emit_leaves<Y>(b, sink, &roots);
+    detail::pointer_set ops;
+    runtime::detail::propagate(sink, roots.data(), roots.size(), ops);
+    if constexpr (sizeof...(Xs) == 1) {
+        return runtime::detail::gradient_of(b, sink, ops, xs...);
+    } else {
+        return gradients<expr<value_type_t<Xs>, shape_t<Xs>, device_t<Xs>>...>(
+            runtime::detail::gradient_of(b, sink, ops, xs)...);
+    }
+}
+
+}  // namespace typeflow

@@ -1,0 +1,254 @@
+// tf::expr: type-erased expressions, expanded by the session at run time.
+// Every value is checked against a naive loop.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <typeflow/typeflow.hpp>
+
+namespace tf = typeflow;
+
+namespace {
+using row16 = tf::shape<tf::dyn, 16>;
+using E = tf::expr<float, row16>;
+
+tf::tensor<float> input(tf::index_t rows, float scale) {
+    tf::tensor<float> x({rows, 16});
+    for (tf::index_t i = 0; i < x.size(); ++i) x[i] = scale * static_cast<float>((i * 37) % 23) - 0.4f;
+    return x;
+}
+// h <- tanh(h * w + h), `steps` times, w broadcast along rows
+std::vector<double> chain_reference(const tf::tensor<float>& x, const tf::tensor<float>& w, int steps) {
+    std::vector<double> h(x.data(), x.data() + x.size());
+    for (int k = 0; k < steps; ++k)
+        for (std::size_t i = 0; i < h.size(); ++i) h[i] = std::tanh(h[i] * static_cast<double>(w[i % 16]) + h[i]);
+    return h;
+}
+}  // namespace
+
+TEST_CASE("expr: a chain built in a loop matches the naive loop and the auto-typed chain", "[expr]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};
+    const int steps = 40;
+    E h = x;
+    for (int k = 0; k < steps; ++k) h = tf::tanh(h * w + h);
+    auto a1 = tf::tanh(x * w + x);
+    auto a2 = tf::tanh(a1 * w + a1);
+    auto a3 = tf::tanh(a2 * w + a2);
+    E h3 = x;
+    for (int k = 0; k < 3; ++k) h3 = tf::tanh(h3 * w + h3);
+
+    const tf::tensor<float> xb = input(5, 0.05f);
+    tf::session s;
+    const auto [r, r3, ra3] = s.run(tf::fetch(h, h3, a3), tf::feed(x, xb));
+    const std::vector<double> ref = chain_reference(xb, w.value(), steps);
+    REQUIRE(r.size() == xb.size());
+    REQUIRE(r.dims() == tf::dims{5, 16});
+    for (tf::index_t i = 0; i < r.size(); ++i) CHECK(r[i] == Approx(ref[static_cast<std::size_t>(i)]).margin(1e-5));
+    for (tf::index_t i = 0; i < r3.size(); ++i) CHECK(r3[i] == ra3[i]);  // same loops, same bits
+
+    // a new batch size re-plans; the same graph runs again
+    const tf::tensor<float> xb2 = input(3, 0.03f);
+    const tf::tensor<float> r2 = s.run(h, tf::feed(x, xb2));
+    const std::vector<double> ref2 = chain_reference(xb2, w.value(), steps);
+    REQUIRE(r2.dims() == tf::dims{3, 16});
+    for (tf::index_t i = 0; i < r2.size(); ++i) CHECK(r2[i] == Approx(ref2[static_cast<std::size_t>(i)]).margin(1e-5));
+}
+
+TEST_CASE("expr: two tf::expr objects of one type with different extents in one graph", "[expr]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::placeholder<"y", float, row16> y;
+    E a = x * 2.0f;
+    E b = y + 1.0f;
+    auto total = tf::sum(a) + tf::sum(b);
+    const tf::tensor<float> xb = input(4, 0.1f), yb = input(7, 0.2f);
+    tf::session s;
+    const auto [t, ra, rb] = s.run(tf::fetch(total, a, b), tf::feed(x, xb), tf::feed(y, yb));
+    double ref = 0;
+    for (tf::index_t i = 0; i < xb.size(); ++i) ref += 2.0 * xb[i];
+    for (tf::index_t i = 0; i < yb.size(); ++i) ref += yb[i] + 1.0;
+    CHECK(t.item() == Approx(ref).epsilon(1e-5));
+    REQUIRE(ra.dims() == tf::dims{4, 16});
+    REQUIRE(rb.dims() == tf::dims{7, 16});
+    for (tf::index_t i = 0; i < xb.size(); ++i) CHECK(ra[i] == 2.0f * xb[i]);
+    for (tf::index_t i = 0; i < yb.size(); ++i) CHECK(rb[i] == yb[i] + 1.0f);
+}
+
+TEST_CASE("expr: an object reached twice is computed once, also across tf::expr boundaries", "[expr]") {
+    tf::placeholder<"x", float, tf::shape<4, 4>> x;
+    tf::variable<"m", float, tf::shape<4, 4>> m{tf::init::uniform{-1, 1}};
+    auto inner = tf::matmul(x, m);
+    tf::expr<float, tf::shape<4, 4>> e = inner;
+    auto y = tf::matmul(e, e) + e;
+    tf::tensor<float> xb({4, 4});
+    for (tf::index_t i = 0; i < 16; ++i) xb[i] = static_cast<float>(i % 5) - 2.0f;
+    tf::session s;
+    const tf::tensor<float> r = s.run(y, tf::feed(x, xb));
+    // one matmul inside e, one outside; e's two readers share it
+    CHECK(s.stats().evaluations == 3);
+    std::vector<double> in(16), ref(16);
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 4; ++k) in[i * 4 + j] += static_cast<double>(xb[i * 4 + k]) * m.value()[k * 4 + j];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+            double acc = in[i * 4 + j];
+            for (int k = 0; k < 4; ++k) acc += in[i * 4 + k] * in[k * 4 + j];
+            ref[i * 4 + j] = acc;
+        }
+    for (int i = 0; i < 16; ++i) CHECK(r[i] == Approx(ref[i]).epsilon(1e-5));
+    // `inner` fetched beside e: one object with a buffer in both graphs runs once
+    const auto [ri, re] = s.run(tf::fetch(inner, e), tf::feed(x, xb));
+    CHECK(s.stats().evaluations == 1);
+    for (int i = 0; i < 16; ++i) CHECK(ri[i] == re[i]);
+    // a fused node (x * 2 inside a region of e2) is computed in each graph
+    auto twice = x * 2.0f;
+    tf::expr<float, tf::shape<4, 4>> e2 = tf::exp(twice);
+    const auto [rt, r2] = s.run(tf::fetch(tf::sum(twice), e2), tf::feed(x, xb));
+    double twice_sum = 0;
+    for (int i = 0; i < 16; ++i) {
+        CHECK(r2[i] == Approx(std::exp(2.0 * xb[i])).epsilon(1e-6));
+        twice_sum += 2.0 * xb[i];
+    }
+    CHECK(rt.item() == Approx(twice_sum));
+}
+
+TEST_CASE("expr: leaves, nesting and wider static shapes", "[expr]") {
+    tf::placeholder<"x", float, tf::shape<3, 2>> x;
+    tf::expr<float, tf::shape<3, 2>> fixed = x;          // a leaf
+    tf::expr<float, tf::shape<tf::dyn, 2>> wide = fixed;  // an expr of an expr, one extent left dyn
+    tf::expr<float, tf::shape<tf::dyn, tf::dyn>> wider = wide * 3.0f;
+    auto y = wider - fixed;
+    tf::tensor<float> xb({3, 2}, {1, 2, 3, 4, 5, 6});
+    tf::session s;
+    const auto [rf, rw, ry] = s.run(tf::fetch(fixed, wide, y), tf::feed(x, xb));
+    for (tf::index_t i = 0; i < 6; ++i) {
+        CHECK(rf[i] == xb[i]);
+        CHECK(rw[i] == xb[i]);
+        CHECK(ry[i] == 2.0f * xb[i]);
+    }
+    REQUIRE(ry.dims() == tf::dims{3, 2});
+}
+
+TEST_CASE("expr: feeds, errors and assigns inside a tf::expr", "[expr]") {
+    tf::placeholder<"hidden", float, row16> hidden;
+    tf::variable<"count", float, tf::shape<>> count;
+    E e = hidden * 1.0f;
+    tf::session s;
+    // a missing feed for a placeholder only the tf::expr holds names it
+    try {
+        s.run(tf::sum(e));
+        FAIL("no error");
+    } catch (const tf::error& err) {
+        CHECK(std::string(err.what()).find("hidden") != std::string::npos);
+    }
+    // a feed whose shape does not fit names both shapes
+    tf::tensor<float> bad({2, 3});
+    CHECK_THROWS_WITH(s.run(tf::sum(e), tf::feed(hidden, bad)), Catch::Contains("hidden") && Catch::Contains("[2,3]"));
+    // an assign inside a tf::expr runs once per run
+    tf::expr<float, tf::shape<>> tick = tf::assign_add(count, 1.0f);
+    auto out = tick * 2.0f;
+    for (int i = 1; i <= 3; ++i) CHECK(s.run(out).item() == 2.0f * static_cast<float>(i));
+    CHECK(count.value().item() == 3.0f);
+}
+
+// ---- gradients through tf::expr ---------------------------------------------
+
+#include "grad_check.hpp"
+
+TEST_CASE("expr: gradients through a loop-built residual stack match finite differences", "[expr][grad]") {
+    tf::variable<"W", double, tf::shape<4, 4>> W{tf::init::uniform{-0.6, 0.6}};
+    tf::variable<"b", double, tf::shape<4>> b{tf::init::uniform{-0.3, 0.3}};
+    tf::variable<"w", double, tf::shape<4>> w{tf::init::uniform{0.5, 1.0}};
+    tf::tensor<double> xv({3, 4});
+    for (tf::index_t i = 0; i < xv.size(); ++i) xv[i] = 0.1 * static_cast<double>((i * 7) % 11) - 0.5;
+    const auto x = tf::constant<tf::shape<3, 4>>(xv);
+    tf::expr<double, tf::shape<3, 4>> h = x;
+    for (int k = 0; k < 6; ++k) h = tf::tanh(tf::matmul(h, W) + b) * w + h;
+    const auto e = tftest::check_gradients(tf::sum(tf::square(h)), W, b, w);
+    INFO(e.where);
+    CHECK(e.worst <= 1e-6);
+}
+
+TEST_CASE("expr: gradients equal those of the auto-typed graph", "[expr][grad]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};
+    auto a1 = tf::tanh(x * w + x);
+    auto a2 = tf::tanh(a1 * w + a1);
+    auto a3 = tf::tanh(a2 * w + a2);
+    E h1 = tf::tanh(x * w + x);
+    E h2 = tf::tanh(h1 * w + h1);
+    E h3 = tf::tanh(h2 * w + h2);
+    // with respect to a variable, a placeholder and an intermediate tf::expr (several at once)
+    auto [gw, gx, g1] = tf::grad(tf::sum(h3), w, x, h1);
+    auto [rw, rx, r1] = tf::grad(tf::sum(a3), w, x, a1);
+    // two tf::expr objects of one type read by one node: their adjoints stay apart
+    E p = x * w, q = x + w;
+    auto gpq = tf::grad(tf::sum(p * q + p), w);
+    auto rpq = tf::grad(tf::sum((x * w) * (x + w) + x * w), w);
+    const tf::tensor<float> xb = input(4, 0.05f);
+    tf::session s;
+    const auto [vgw, vgx, vg1, vrw, vrx, vr1, vpq, vrpq] =
+        s.run(tf::fetch(gw, gx, g1, rw, rx, r1, gpq, rpq), tf::feed(x, xb));
+    REQUIRE(vgw.dims() == tf::dims{16});
+    REQUIRE(vgx.dims() == tf::dims{4, 16});
+    for (tf::index_t i = 0; i < vgw.size(); ++i) CHECK(vgw[i] == Approx(vrw[i]).epsilon(1e-5));
+    for (tf::index_t i = 0; i < vgx.size(); ++i) CHECK(vgx[i] == Approx(vrx[i]).epsilon(1e-5));
+    for (tf::index_t i = 0; i < vg1.size(); ++i) CHECK(vg1[i] == Approx(vr1[i]).epsilon(1e-5));
+    for (tf::index_t i = 0; i < vpq.size(); ++i) CHECK(vpq[i] == Approx(vrpq[i]).epsilon(1e-5));
+}
+
+TEST_CASE("expr: gradients that cannot cross a tf::expr are errors", "[expr][grad]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};
+    // a node hidden in a tf::expr
+    auto inner = x * w;
+    E e = tf::tanh(inner);
+    CHECK_THROWS_WITH(tf::grad(tf::sum(e), inner), Catch::Contains("a node that a tf::expr hides"));
+    // a gradient is a tf::expr that is not differentiated again
+    auto g = tf::grad(tf::sum(e * e), w);
+    CHECK_THROWS_WITH(tf::grad(tf::sum(g * w), w), Catch::Contains("cannot be differentiated through"));
+    // two tf::expr objects of one type under two nodes of one type
+    E a = x * w, b = x * 2.0f;
+    CHECK_THROWS_WITH(tf::grad(tf::sum(tf::tanh(a)) + tf::sum(tf::tanh(b)), w),
+                      Catch::Contains("grad identifies nodes by type"));
+    // what the message advises: each term in a tf::expr of its own
+    tf::expr<float, tf::shape<>> ta = tf::sum(tf::tanh(a)), tb = tf::sum(tf::tanh(b));
+    auto g_terms = tf::grad(ta + tb, w);
+    auto g_ref = tf::grad(tf::sum(tf::tanh(x * w)) + tf::sum(tf::tanh(x * 2.0f)), w);
+    const tf::tensor<float> xb = input(3, 0.1f);
+    tf::session s;
+    const auto [v, r] = s.run(tf::fetch(g_terms, g_ref), tf::feed(x, xb));
+    for (tf::index_t i = 0; i < 16; ++i) CHECK(v[i] == Approx(r[i]).epsilon(1e-5));
+}
+
+TEST_CASE("expr: an optimizer trains a tf::expr model as it trains the auto-typed one", "[expr][grad][train]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w1", float, tf::shape<16>> w1{tf::init::constant{0.3}};
+    tf::variable<"w2", float, tf::shape<16>> w2{tf::init::constant{0.3}};
+    E h = x;
+    for (int k = 0; k < 4; ++k) h = tf::tanh(h * w1 + h);
+    auto a = tf::tanh(x * w2 + x);
+    auto a2 = tf::tanh(a * w2 + a);
+    auto a3 = tf::tanh(a2 * w2 + a2);
+    auto a4 = tf::tanh(a3 * w2 + a3);
+    auto loss_e = tf::mean(tf::square(h - 0.5f));
+    auto loss_a = tf::mean(tf::square(a4 - 0.5f));
+    auto step_e = tf::train::adam(0.05f).minimize(loss_e, w1);
+    auto step_a = tf::train::adam(0.05f).minimize(loss_a, w2);
+    const tf::tensor<float> xb = input(8, 0.05f);
+    tf::session s;
+    const float first = s.run(loss_e, tf::feed(x, xb)).item();
+    float le = 0, la = 0;
+    for (int i = 0; i < 30; ++i) {
+        const auto [l1, u1, l2, u2] = s.run(tf::fetch(loss_e, step_e, loss_a, step_a), tf::feed(x, xb));
+        le = l1.item();
+        la = l2.item();
+        (void)u1, (void)u2;
+    }
+    CHECK(le == Approx(la).epsilon(1e-4));
+    CHECK(le < 0.9f * first);  // it learns (and exactly as the auto-typed model does)
+    for (tf::index_t i = 0; i < 16; ++i) CHECK(w1.value()[i] == Approx(w2.value()[i]).epsilon(1e-4));
+}
