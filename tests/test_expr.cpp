@@ -57,6 +57,24 @@ TEST_CASE("expr: a chain built in a loop matches the naive loop and the auto-typ
     for (tf::index_t i = 0; i < r2.size(); ++i) CHECK(r2[i] == Approx(ref2[static_cast<std::size_t>(i)]).margin(1e-5));
 }
 
+TEST_CASE("expr: a chain 40000 steps deep runs and is released without deep recursion", "[expr]") {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 2>> x;
+    tf::variable<"w", float, tf::shape<2>> w{tf::init::constant{0.25}};
+    const int steps = 40000;
+    tf::tensor<float> xb({1, 2}, {0.3f, -0.2f});
+    double ref[2] = {0.3, -0.2};
+    for (int k = 0; k < steps; ++k)
+        for (double& v : ref) v = std::tanh(v * 0.25 + v);
+    {
+        tf::expr<float, tf::shape<tf::dyn, 2>> h = x;
+        for (int k = 0; k < steps; ++k) h = tf::tanh(h * w + h);
+        tf::session s;
+        const tf::tensor<float> r = s.run(h, tf::feed(x, xb));
+        CHECK(r[0] == Approx(ref[0]).margin(1e-5));
+        CHECK(r[1] == Approx(ref[1]).margin(1e-5));
+    }  // h, its 40000 segments and the plan are released here
+}
+
 TEST_CASE("expr: two tf::expr objects of one type with different extents in one graph", "[expr]") {
     tf::placeholder<"x", float, row16> x;
     tf::placeholder<"y", float, row16> y;

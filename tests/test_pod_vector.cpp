@@ -115,4 +115,11 @@ TEST_CASE("key_map: one pointer under several indices, across growth", "[pod_vec
     for (std::size_t p = 0; p < storage.size(); ++p)
         for (std::size_t i = 0; i < 3; ++i) REQUIRE(m.find(&storage[p], i) == 10 * p + i);
     REQUIRE(m.find(&storage[0], 3) == typeflow::detail::key_map::none);
+    // set replaces one value and leaves the others
+    for (std::size_t p = 0; p < storage.size(); p += 7) m.set(&storage[p], 1, static_cast<std::uint32_t>(p));
+    for (std::size_t p = 0; p < storage.size(); ++p) {
+        REQUIRE(m.find(&storage[p], 1) == (p % 7 == 0 ? p : 10 * p + 1));
+        REQUIRE(m.find(&storage[p], 2) == 10 * p + 2);
+    }
+    REQUIRE(m.size() == 900);
 }

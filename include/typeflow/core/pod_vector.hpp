@@ -135,6 +135,13 @@ public:
         slots_[h] = slot{p, i, v};
         ++count_;
     }
+    /// Replaces the value of (p, i), which must be there.
+    void set(const void* p, std::size_t i, std::uint32_t v) noexcept {
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t h = hash(p, i) & mask;
+        while (!(slots_[h].p == p && slots_[h].i == i)) h = (h + 1) & mask;
+        slots_[h].v = v;
+    }
     std::size_t size() const noexcept { return count_; }
 
 private:

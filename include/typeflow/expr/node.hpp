@@ -63,6 +63,7 @@ struct child_slot {
 struct node_state {
     std::atomic<long> refs{1};
     std::size_t count = 0;  // children stored so far
+    node_state* next_released = nullptr;  // see release_node_state
     child_slot* slots() noexcept { return reinterpret_cast<child_slot*>(this + 1); }
     const child_slot* slots() const noexcept { return reinterpret_cast<const child_slot*>(this + 1); }
 };
@@ -71,11 +72,26 @@ inline node_state* new_node_state(std::size_t children) {
     void* p = ::operator new(sizeof(node_state) + children * sizeof(child_slot));
     return ::new (p) node_state;
 }
+// Releasing a state releases its children, which may release theirs. A
+// chain of tf::expr objects built in a loop can be deeper than the call
+// stack, so a state released while another is being released waits in a
+// list that the outermost call empties.
 inline void release_node_state(node_state* s) noexcept {
-    child_slot* c = s->slots();
-    for (std::size_t i = s->count; i-- > 0;) c[i].destroy(c[i].bytes);
-    s->~node_state();
-    ::operator delete(s);
+    static thread_local node_state* pending = nullptr;
+    static thread_local bool releasing = false;
+    s->next_released = pending;
+    pending = s;
+    if (releasing) return;
+    releasing = true;
+    while (pending) {
+        node_state* t = pending;
+        pending = t->next_released;
+        child_slot* c = t->slots();
+        for (std::size_t i = t->count; i-- > 0;) c[i].destroy(c[i].bytes);
+        t->~node_state();
+        ::operator delete(t);
+    }
+    releasing = false;
 }
 // GCC 12 reports a copy of a handle after another one released the state as
 // a use after free: it cannot see that the count was above one (a known

@@ -37,7 +37,9 @@ public:
     struct entry {
         const void* key;
         expr_ref value;
+        std::uint32_t prev;  // the previous entry of the same key, or none
     };
+    static constexpr std::uint32_t none = typeflow::detail::key_map::none;
     grad_sink() = default;
     grad_sink(const grad_sink&) = delete;
     grad_sink& operator=(const grad_sink&) = delete;
@@ -47,12 +49,19 @@ public:
     /// Adds an adjoint of `key` (shares r).
     void add(const void* key, expr_ref r) {
         r.state->refs.fetch_add(1, std::memory_order_relaxed);
-        entries_.push_back({key, r});
+        const auto k = static_cast<std::uint32_t>(entries_.size());
+        const std::uint32_t prev = last_.find(key, 0);
+        entries_.push_back({key, r, prev});
+        if (prev == none) last_.insert(key, 0, k);
+        else last_.set(key, 0, k);
     }
-    const typeflow::detail::pod_vector<entry>& entries() const noexcept { return entries_; }
+    /// The last entry of `key` (follow entry::prev for the others), or none.
+    std::uint32_t last(const void* key) const noexcept { return last_.find(key, 0); }
+    const entry& operator[](std::uint32_t k) const noexcept { return entries_[k]; }
 
 private:
     typeflow::detail::pod_vector<entry> entries_;
+    typeflow::detail::key_map last_;
 };
 
 namespace detail {
@@ -266,46 +275,60 @@ void backward_of(const void* root, const expr_ref* seeds, std::size_t n, grad_si
     emit_leaves<R>(b, out, nullptr);
 }
 
-// Finds the tf::expr objects below object `obj` of node i of graph g (and
-// records the operation nodes met, for the check that no gradient is asked
-// of a node hidden in a tf::expr).
-inline void scan_erased(const subgraph& g, std::size_t i, const void* obj, typeflow::detail::pointer_set& ops,
-                        typeflow::detail::pointer_set& visited, typeflow::detail::pod_vector<expr_ref>& order);
-inline void visit_erased(const expr_ref& r, typeflow::detail::pointer_set& ops, typeflow::detail::pointer_set& visited,
+// The tf::expr objects below `roots`, each after those it reads (depth-first
+// with an explicit stack: a chain built in a loop may be deeper than the call
+// stack); `ops` gets the operation nodes met, for the check that no gradient
+// is asked of a node hidden in a tf::expr.
+inline void order_erased(const expr_ref* roots, std::size_t n, typeflow::detail::pointer_set& ops,
                          typeflow::detail::pod_vector<expr_ref>& order) {
-    if (!visited.insert(r.state)) return;
-    scan_erased(r.g->g, r.g->g.n - 1, r.state->slots()[0].bytes, ops, visited, order);
-    order.push_back(r);  // after the tf::expr objects it reads
-}
-inline void scan_erased(const subgraph& g, std::size_t i, const void* obj, typeflow::detail::pointer_set& ops,
-                        typeflow::detail::pointer_set& visited, typeflow::detail::pod_vector<expr_ref>& order) {
-    const node_desc& d = *g.descs[i];
-    if (d.kind == op_kind::leaf) {
-        if (d.expand) {
-            const void* root = nullptr;
-            const auto* eg = reinterpret_cast<const erased_graph*>(d.expand(obj, &root));
-            visit_erased({static_cast<typeflow::detail::node_state*>(const_cast<void*>(d.identity(obj))), eg}, ops,
-                         visited, order);
+    struct task {
+        const subgraph* g;
+        const void* obj;
+        std::size_t i;
+        expr_ref done;  // when set: every task of this tf::expr is done
+    };
+    typeflow::detail::pod_vector<task> stack;
+    typeflow::detail::pointer_set visited;
+    typeflow::detail::pod_vector<const void*> kids;
+    const auto enter = [&](const expr_ref& r) {
+        if (!visited.insert(r.state)) return;
+        stack.push_back({nullptr, nullptr, 0, r});
+        stack.push_back({&r.g->g, r.state->slots()[0].bytes, r.g->g.n - 1, {}});
+    };
+    for (std::size_t k = 0; k < n; ++k) enter(roots[k]);
+    while (!stack.empty()) {
+        const task t = stack[stack.size() - 1];
+        stack.resize(stack.size() - 1);
+        if (t.done.state) {
+            order.push_back(t.done);
+            continue;
         }
-        return;
+        const node_desc& d = *t.g->descs[t.i];
+        if (d.kind == op_kind::leaf) {
+            if (d.expand) {
+                const void* root = nullptr;
+                const auto* eg = reinterpret_cast<const erased_graph*>(d.expand(t.obj, &root));
+                enter({static_cast<typeflow::detail::node_state*>(const_cast<void*>(d.identity(t.obj))), eg});
+            }
+            continue;
+        }
+        if (!ops.insert(d.identity(t.obj))) continue;
+        kids.resize(d.children);
+        if (d.children) d.children_of(t.obj, kids.data());
+        for (std::size_t j = d.children; j-- > 0;)
+            stack.push_back({t.g, kids[j], t.g->edges[t.g->first_edge[t.i] + j].child, {}});
     }
-    if (!ops.insert(d.identity(obj))) return;
-    typeflow::detail::pod_vector<const void*> kids(d.children);
-    if (d.children) d.children_of(obj, kids.data());
-    for (std::size_t j = 0; j < d.children; ++j) scan_erased(g, g.edges[g.first_edge[i] + j].child, kids[j], ops, visited, order);
 }
 // Runs the vector-Jacobian products of the tf::expr objects below `roots`,
 // each after every reader of it has added its adjoint to `sink`.
 inline void propagate(grad_sink& sink, const expr_ref* roots, std::size_t n, typeflow::detail::pointer_set& ops) {
-    typeflow::detail::pointer_set visited;
     typeflow::detail::pod_vector<expr_ref> order;
-    for (std::size_t k = 0; k < n; ++k) visit_erased(roots[k], ops, visited, order);
+    order_erased(roots, n, ops, order);
     typeflow::detail::pod_vector<expr_ref> seeds;
     for (std::size_t k = order.size(); k-- > 0;) {
         const expr_ref r = order[k];
         seeds.clear();
-        for (const grad_sink::entry& e : sink.entries())
-            if (e.key == r.state) seeds.push_back(e.value);
+        for (std::uint32_t e = sink.last(r.state); e != grad_sink::none; e = sink[e].prev) seeds.push_back(sink[e].value);
         if (seeds.empty()) continue;
         if (!r.g->backward)
             throw error("grad: the cost reaches a tf::expr that cannot be differentiated through (one made by "
@@ -323,12 +346,9 @@ auto gradient_of(B& b, const grad_sink& sink, const typeflow::detail::pointer_se
         if constexpr (typeflow::detail::is_placeholder_v<X>) key = &feed_key<X>;
         else key = x.identity();
         RX acc = expr_access::erase<RX>(broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x));
-        bool first = true;
-        for (const grad_sink::entry& e : sink.entries()) {
-            if (e.key != key) continue;
-            if (first) acc = expr_access::adopt<RX>(e.value);
-            else acc = expr_access::erase<RX>(acc + expr_access::adopt<RX>(e.value));
-            first = false;
+        for (std::uint32_t e = sink.last(key); e != grad_sink::none; e = sink[e].prev) {
+            if (e == sink.last(key)) acc = expr_access::adopt<RX>(sink[e].value);
+            else acc = expr_access::erase<RX>(acc + expr_access::adopt<RX>(sink[e].value));
         }
         return acc;
     } else {

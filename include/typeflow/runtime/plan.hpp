@@ -180,9 +180,9 @@ private:
         std::size_t offset = 0;
         const void* root = nullptr;  // the object of its root (a tf::expr's hidden expression)
     };
-    // a tf::expr leaf met in the graph of a segment (by its provisional number) and the segment it expands to
+    // a tf::expr leaf met in the graph of a segment and the segment it expands to (provisional numbers)
     struct expansion_use {
-        std::uint32_t reader = 0;  // provisional number of the segment that reads it
+        std::uint32_t reader = 0;  // the segment that reads it
         std::uint32_t node = 0;    // its node in that segment's graph
         std::uint32_t seg = 0;     // the segment it expands to
     };
@@ -202,10 +202,9 @@ private:
     }
 
     // ---- construction ----
-    // finds the tf::expr objects below object `obj` of node i of graph g (segment p, provisional)
-    void discover(const subgraph& g, std::uint32_t p, std::size_t i, const void* obj);
-    // the segment of a tf::expr object, made (after the segments below it) when first met
-    std::uint32_t expansion(const node_desc& d, const void* obj);
+    // finds the tf::expr objects below the fetches (read by the top graph, provisional number
+    // `top`) and makes their segments, each after the segments it reads
+    void discover(std::uint32_t top);
     // the merged tables of all segments
     void merge();
     // registers node objects (each distinct one once), checks variable names
@@ -243,9 +242,11 @@ private:
     // expansion
     array<segment> segs_;
     array<expansion_use> uses_;
+    array<segment> pending_;        // provisional number -> its graph and root
     array<std::uint32_t> seg_of_;  // provisional number -> segment
+    array<const void*> kids_;      // scratch of discover
     typeflow::detail::key_map seen_;  // (op object, provisional segment) met by discover
-    typeflow::detail::key_map expanded_;  // (tf::expr identity, 0) -> segment
+    typeflow::detail::key_map expanded_;  // (tf::expr identity, 0) -> provisional number
     std::uint32_t provisional_ = 0;
 
     array<instance> insts_;

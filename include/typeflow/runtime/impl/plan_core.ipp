@@ -20,34 +20,53 @@ TYPEFLOW_DECL void plan_core::add_fetch(std::size_t node, const void* obj, void*
     fetches_.push_back(f);
 }
 
-TYPEFLOW_DECL void plan_core::discover(const subgraph& g, std::uint32_t p, std::size_t i, const void* obj) {
-    const node_desc& d = *g.descs[i];
-    if (d.kind == op_kind::leaf) {
-        if (d.expand) uses_.push_back({p, static_cast<std::uint32_t>(i), expansion(d, obj)});
-        return;
+TYPEFLOW_DECL void plan_core::discover(std::uint32_t top) {
+    // Depth-first with an explicit stack (a chain of tf::expr objects built in
+    // a loop may be deeper than the call stack). A segment is numbered when
+    // its task `finish` comes off the stack: after every segment it reads.
+    struct task {
+        const subgraph* g;
+        const void* obj;
+        std::uint32_t p, i;
+        bool finish;
+    };
+    array<task> stack;
+    for (const fetch& f : fetches_) stack.push_back({top_, f.obj, top, static_cast<std::uint32_t>(f.node), false});
+    while (!stack.empty()) {
+        const task t = stack[stack.size() - 1];
+        stack.resize(stack.size() - 1);
+        if (t.finish) {
+            seg_of_[t.p] = static_cast<std::uint32_t>(segs_.size());
+            segs_.push_back(pending_[t.p]);
+            continue;
+        }
+        const node_desc& d = *t.g->descs[t.i];
+        if (d.kind == op_kind::leaf) {
+            if (!d.expand) continue;
+            // a tf::expr: a segment of its own, made once per object
+            const void* id = d.identity(t.obj);
+            std::uint32_t q = expanded_.find(id, 0);
+            if (q == none) {
+                q = provisional_++;
+                segment sg;
+                sg.g = d.expand(t.obj, &sg.root);
+                pending_.push_back(sg);
+                seg_of_.push_back(none);
+                expanded_.insert(id, 0, q);
+                stack.push_back({sg.g, sg.root, q, 0, true});
+                stack.push_back({sg.g, sg.root, q, static_cast<std::uint32_t>(sg.g->n - 1), false});
+            }
+            uses_.push_back({t.p, t.i, q});
+            continue;
+        }
+        const void* id = d.identity(t.obj);
+        if (seen_.find(id, t.p) != none) continue;
+        seen_.insert(id, t.p, 0);
+        kids_.resize(d.children);
+        if (d.children) d.children_of(t.obj, kids_.data());
+        for (std::size_t j = d.children; j-- > 0;)
+            stack.push_back({t.g, kids_[j], t.p, static_cast<std::uint32_t>(t.g->edges[t.g->first_edge[t.i] + j].child), false});
     }
-    const void* id = d.identity(obj);
-    if (seen_.find(id, p) != none) return;
-    seen_.insert(id, p, 0);
-    array<const void*> kids(d.children);
-    if (d.children) d.children_of(obj, kids.data());
-    for (std::size_t j = 0; j < d.children; ++j) discover(g, p, g.edges[g.first_edge[i] + j].child, kids[j]);
-}
-
-TYPEFLOW_DECL std::uint32_t plan_core::expansion(const node_desc& d, const void* obj) {
-    const void* id = d.identity(obj);
-    const std::uint32_t found = expanded_.find(id, 0);
-    if (found != none) return found;
-    segment s;
-    s.g = d.expand(obj, &s.root);
-    const std::uint32_t p = provisional_++;
-    discover(*s.g, p, s.g->n - 1, s.root);
-    const auto k = static_cast<std::uint32_t>(segs_.size());
-    segs_.push_back(s);
-    if (seg_of_.size() <= p) seg_of_.resize(p + 1);
-    seg_of_[p] = k;
-    expanded_.insert(id, 0, k);
-    return k;
 }
 
 TYPEFLOW_DECL void plan_core::merge() {
@@ -56,10 +75,14 @@ TYPEFLOW_DECL void plan_core::merge() {
         n_ += s.g->n;
     }
     // the erased leaves of each segment, with the segments they expand to
-    array<std::uint32_t> exp_count(n_ + 1);
-    for (const expansion_use& u : uses_) ++exp_count[segs_[seg_of_[u.reader]].offset + u.node];
+    // (grouped by merged node: exp_first[m] .. exp_first[m + 1] - 1 in exp_seg)
+    array<std::uint32_t> exp_first(n_ + 2);
+    for (const expansion_use& u : uses_) ++exp_first[segs_[seg_of_[u.reader]].offset + u.node + 2];
+    for (std::size_t m = 0; m < n_; ++m) exp_first[m + 2] += exp_first[m + 1];
+    array<std::uint32_t> exp_seg(uses_.size());
+    for (const expansion_use& u : uses_) exp_seg[exp_first[segs_[seg_of_[u.reader]].offset + u.node + 1]++] = seg_of_[u.seg];
     std::size_t n_erased = 0;
-    for (std::size_t i = 0; i < n_; ++i) n_erased += exp_count[i] > 0;
+    for (std::size_t i = 0; i < n_; ++i) n_erased += exp_first[i + 1] > exp_first[i];
     own_desc_.reserve(n_erased);
     desc_.resize(n_);
     region_fn_.resize(n_);
@@ -74,7 +97,7 @@ TYPEFLOW_DECL void plan_core::merge() {
             region_fn_[m] = s.g->regions[i];
             flags_[m] = s.g->flags[i];
             first_edge_[m] = edges_.size();
-            if (exp_count[m] > 0) {
+            if (exp_first[m + 1] > exp_first[m]) {
                 // a tf::expr: a view of the root of each segment its objects expand to
                 node_desc v = *s.g->descs[i];
                 v.kind = op_kind::view;
@@ -87,11 +110,11 @@ TYPEFLOW_DECL void plan_core::merge() {
                 flags_[m].leaf = false;
                 flags_[m].pure = false;
                 flags_[m].materialized = true;
-                for (const expansion_use& u : uses_) {
-                    if (segs_[seg_of_[u.reader]].offset + u.node != m) continue;
-                    const std::size_t root = segs_[u.seg].offset + segs_[u.seg].g->n - 1;
+                for (std::uint32_t x = exp_first[m]; x < exp_first[m + 1]; ++x) {
+                    const segment& sg = segs_[exp_seg[x]];
+                    const std::size_t root = sg.offset + sg.g->n - 1;
                     bool dup = false;
-                    for (std::size_t e = first_edge_[m]; e < edges_.size(); ++e) dup = dup || edges_[e].child == root;
+                    for (std::size_t e = first_edge_[m]; e < edges_.size() && !dup; ++e) dup = edges_[e].child == root;
                     if (!dup) edges_.push_back({m, root, false});
                 }
             } else {
@@ -109,10 +132,11 @@ TYPEFLOW_DECL void plan_core::merge() {
 TYPEFLOW_DECL void plan_core::finish() {
     // 1. the tf::expr objects below the fetches, each expanded once, in segments before their readers
     const std::uint32_t top = provisional_++;
-    for (const fetch& f : fetches_) discover(*top_, top, f.node, f.obj);
     segment t;
     t.g = top_;
-    if (seg_of_.size() <= top) seg_of_.resize(top + 1);
+    pending_.push_back(t);
+    seg_of_.push_back(none);
+    discover(top);
     seg_of_[top] = static_cast<std::uint32_t>(segs_.size());
     segs_.push_back(t);
     merge();
@@ -255,7 +279,7 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
     array<std::uint32_t> refs(d.children);
     if (d.expand) {
         // a tf::expr: a view of the root of its own segment
-        const segment& s = segs_[expanded_.find(id, 0)];
+        const segment& s = segs_[seg_of_[expanded_.find(id, 0)]];
         refs[0] = walk(s.offset + s.g->n - 1, s.root);
     } else {
         array<const void*> kids(d.children);
@@ -360,19 +384,19 @@ TYPEFLOW_DECL void plan_core::rebind() {
 }
 
 TYPEFLOW_DECL void plan_core::compute_last_reads() {
+    // a fused node is used exactly once: its reader's step is its region root's
+    array<std::size_t> reader(n_);
+    for (const graph::edge& e : edges_) reader[e.child] = e.parent;
     array<std::size_t> step(n_);
-    for (std::size_t i = n_; i-- > 0;) {
-        step[i] = i;
-        if (!flags_[i].leaf && !flags_[i].materialized)  // fused: used exactly once
-            for (const graph::edge& e : edges_)
-                if (e.child == i) step[i] = step[e.parent];
-    }
+    for (std::size_t i = n_; i-- > 0;)
+        step[i] = !flags_[i].leaf && !flags_[i].materialized && !flags_[i].fetched ? step[reader[i]] : i;
     for (std::size_t i = 0; i < n_; ++i) last_[i] = flags_[i].fetched ? n_ : i;
     for (const graph::edge& e : edges_) last_[e.child] = std::max(last_[e.child], step[e.parent]);
+    // a view's source is read as long as the view is (edges are grouped by parent)
     for (std::size_t i = n_; i-- > 0;)
         if (flags_[i].kind == op_kind::view)
-            for (const graph::edge& e : edges_)
-                if (e.parent == i) last_[e.child] = std::max(last_[e.child], last_[i]);
+            for (std::size_t e = first_edge_[i]; e < first_edge_[i + 1]; ++e)
+                last_[edges_[e].child] = std::max(last_[edges_[e].child], last_[i]);
 }
 
 TYPEFLOW_DECL void plan_core::prepare_results() {
