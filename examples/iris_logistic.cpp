@@ -59,7 +59,7 @@ std::pair<double, double> train(const char* name, const split& d, Opt opt, int s
     auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y)) + tf::sum(tf::square(W)) * 0.0005;
     auto step = opt.minimize(loss);
     auto predicted = tf::argmax<1>(logits);
-    const tf::index_t ntr = static_cast<tf::index_t>(d.ytr.size()), nte = static_cast<tf::index_t>(d.yte.size());
+    const tf::index_t ntr = static_cast<tf::index_t>(d.ytr.size());
     tf::session s;
     double l = 0;
     for (int k = 0; k < steps; ++k) {
