@@ -1,12 +1,16 @@
 // tf::expr: type-erased expressions, expanded by the session at run time.
-// Every value is checked against a naive loop.
+// Values are checked against naive loops, the auto-typed graph or central
+// finite differences.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <typeflow/typeflow.hpp>
+
+#include "grad_check.hpp"
 
 namespace tf = typeflow;
 
@@ -174,7 +178,6 @@ TEST_CASE("expr: feeds, errors and assigns inside a tf::expr", "[expr]") {
 
 // ---- gradients through tf::expr ---------------------------------------------
 
-#include "grad_check.hpp"
 
 TEST_CASE("expr: gradients through a loop-built residual stack match finite differences", "[expr][grad]") {
     tf::variable<"W", double, tf::shape<4, 4>> W{tf::init::uniform{-0.6, 0.6}};
@@ -269,4 +272,16 @@ TEST_CASE("expr: an optimizer trains a tf::expr model as it trains the auto-type
     CHECK(le == Approx(la).epsilon(1e-4));
     CHECK(le < 0.9f * first);  // it learns (and exactly as the auto-typed model does)
     for (tf::index_t i = 0; i < 16; ++i) CHECK(w1.value()[i] == Approx(w2.value()[i]).epsilon(1e-4));
+}
+
+TEST_CASE("expr: integer dtypes, and the graph as DOT", "[expr]") {
+    tf::placeholder<"i", std::int32_t, tf::shape<3>> i;
+    tf::expr<std::int32_t, tf::shape<3>> twice = i * 2;
+    auto y = twice + i;
+    tf::tensor<std::int32_t> ib({3}, {1, -4, 7});
+    tf::session s;
+    const tf::tensor<std::int32_t> r = s.run(y, tf::feed(i, ib));
+    for (tf::index_t k = 0; k < 3; ++k) CHECK(r[k] == 3 * ib[k]);
+    const std::string dot = tf::to_dot(y);
+    CHECK(dot.find("expr\\nint32 [3] @cpu") != std::string::npos);
 }
