@@ -235,14 +235,18 @@ TEST_CASE("expr: gradients that cannot cross a tf::expr are errors", "[expr][gra
     E a = x * w, b = x * 2.0f;
     CHECK_THROWS_WITH(tf::grad(tf::sum(tf::tanh(a)) + tf::sum(tf::tanh(b)), w),
                       Catch::Contains("grad identifies nodes by type"));
+    // a variable the cost does not reach gets zeros
+    tf::variable<"unused", float, tf::shape<16>> unused{tf::init::constant{1.0}};
+    auto gu = tf::grad(tf::sum(e), unused);
     // what the message advises: each term in a tf::expr of its own
     tf::expr<float, tf::shape<>> ta = tf::sum(tf::tanh(a)), tb = tf::sum(tf::tanh(b));
     auto g_terms = tf::grad(ta + tb, w);
     auto g_ref = tf::grad(tf::sum(tf::tanh(x * w)) + tf::sum(tf::tanh(x * 2.0f)), w);
     const tf::tensor<float> xb = input(3, 0.1f);
     tf::session s;
-    const auto [v, r] = s.run(tf::fetch(g_terms, g_ref), tf::feed(x, xb));
+    const auto [v, r, vu] = s.run(tf::fetch(g_terms, g_ref, gu), tf::feed(x, xb));
     for (tf::index_t i = 0; i < 16; ++i) CHECK(v[i] == Approx(r[i]).epsilon(1e-5));
+    for (tf::index_t i = 0; i < 16; ++i) CHECK(vu[i] == 0.0f);
 }
 
 TEST_CASE("expr: an optimizer trains a tf::expr model as it trains the auto-typed one", "[expr][grad][train]") {

@@ -345,11 +345,12 @@ auto gradient_of(B& b, const grad_sink& sink, const typeflow::detail::pointer_se
         const void* key;
         if constexpr (typeflow::detail::is_placeholder_v<X>) key = &feed_key<X>;
         else key = x.identity();
-        RX acc = expr_access::erase<RX>(broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x));
-        for (std::uint32_t e = sink.last(key); e != grad_sink::none; e = sink[e].prev) {
-            if (e == sink.last(key)) acc = expr_access::adopt<RX>(sink[e].value);
-            else acc = expr_access::erase<RX>(acc + expr_access::adopt<RX>(sink[e].value));
-        }
+        std::uint32_t e = sink.last(key);
+        if (e == grad_sink::none)  // nothing reaches x
+            return expr_access::erase<RX>(broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x));
+        RX acc = expr_access::adopt<RX>(sink[e].value);
+        for (e = sink[e].prev; e != grad_sink::none; e = sink[e].prev)
+            acc = expr_access::erase<RX>(acc + expr_access::adopt<RX>(sink[e].value));
         return acc;
     } else {
         if constexpr (!X::is_leaf) {
