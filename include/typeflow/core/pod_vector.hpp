@@ -61,6 +61,8 @@ public:
     const T* end() const noexcept { return p_ + n_; }
 
     void clear() noexcept { n_ = 0; }
+    /// Removes the last element (the array must not be empty).
+    void pop_back() noexcept { --n_; }
     /// n elements; new ones are zero bytes.
     void resize(std::size_t n) {
         reserve(n);

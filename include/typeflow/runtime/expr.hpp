@@ -298,7 +298,7 @@ inline void order_erased(const expr_ref* roots, std::size_t n, typeflow::detail:
     for (std::size_t k = 0; k < n; ++k) enter(roots[k]);
     while (!stack.empty()) {
         const task t = stack[stack.size() - 1];
-        stack.resize(stack.size() - 1);
+        stack.pop_back();
         if (t.done.state) {
             order.push_back(t.done);
             continue;

@@ -19,7 +19,7 @@ inline constexpr std::size_t arena_alignment = 64;
 /// among the buffers live at the same time); returns the arena size.
 /// Places n buffers in one arena (sets each offset) so that buffers live at
 /// the same time never overlap; returns the arena's size in bytes.
-TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n);
+TYPEFLOW_DECL_HOT std::size_t plan_memory(buffer_request* reqs, std::size_t n);
 
 }  // namespace typeflow::runtime
 

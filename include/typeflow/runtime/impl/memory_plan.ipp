@@ -11,7 +11,7 @@ namespace typeflow::runtime {
 namespace detail {
 // Sorts idx[0..n) stably by reqs[idx].*key (ascending, or descending), with a
 // bottom-up merge sort: plain code, no std::stable_sort instantiation.
-TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const buffer_request* reqs,
+TYPEFLOW_DECL_HOT void stable_order(std::size_t* idx, std::size_t n, const buffer_request* reqs,
                                 std::size_t buffer_request::*key, bool descending) {
     typeflow::detail::pod_vector<std::size_t> tmp(n);
     std::size_t* a = idx;
@@ -35,7 +35,7 @@ TYPEFLOW_DECL void stable_order(std::size_t* idx, std::size_t n, const buffer_re
 }
 }  // namespace detail
 
-TYPEFLOW_DECL std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
+TYPEFLOW_DECL_HOT std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
     const auto padded = [](std::size_t bytes) { return (bytes + arena_alignment - 1) / arena_alignment * arena_alignment; };
     typeflow::detail::pod_vector<std::size_t> order(n), placed, live;
     for (std::size_t i = 0; i < n; ++i) order[i] = i;

@@ -34,7 +34,7 @@ TYPEFLOW_DECL void plan_core::discover(std::uint32_t top) {
     for (const fetch& f : fetches_) stack.push_back({top_, f.obj, top, static_cast<std::uint32_t>(f.node), false});
     while (!stack.empty()) {
         const task t = stack[stack.size() - 1];
-        stack.resize(stack.size() - 1);
+        stack.pop_back();
         if (t.finish) {
             seg_of_[t.p] = static_cast<std::uint32_t>(segs_.size());
             segs_.push_back(pending_[t.p]);
@@ -181,7 +181,7 @@ TYPEFLOW_DECL void plan_core::finish() {
     opinfo_.resize(max_operands_ + 1);
 }
 
-TYPEFLOW_DECL void plan_core::run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds) {
+TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds) {
     // 1. feeds
     bool changed = !bound_;
     for (std::size_t i = 0; i < n_; ++i) {
@@ -399,7 +399,7 @@ TYPEFLOW_DECL void plan_core::compute_last_reads() {
                 last_[edges_[e].child] = std::max(last_[edges_[e].child], last_[i]);
 }
 
-TYPEFLOW_DECL void plan_core::prepare_results() {
+TYPEFLOW_DECL_HOT void plan_core::prepare_results() {
     for (std::size_t k = 0; k < fetches_.size(); ++k) {
         fetch& f = fetches_[k];
         if (f.primary != k) {
@@ -413,7 +413,7 @@ TYPEFLOW_DECL void plan_core::prepare_results() {
     }
 }
 
-TYPEFLOW_DECL void plan_core::write(std::size_t i, const instance& in) {
+TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
     const std::size_t v = child_node(i, 0);
     const std::uint32_t vk = child_ref(in, 0);
     void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
