@@ -221,6 +221,66 @@ TEST_CASE("expr: gradients equal those of the auto-typed graph", "[expr][grad]")
     for (tf::index_t i = 0; i < vpq.size(); ++i) CHECK(vpq[i] == Approx(vrpq[i]).epsilon(1e-5));
 }
 
+TEST_CASE("expr: expressions of one structure share one hidden graph, whatever leaves they read", "[expr][grad]") {
+    using access = tf::detail::expr_access;
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"u", float, tf::shape<16>> u{tf::init::uniform{-0.5, 0.5}};
+    tf::variable<"v", float, tf::shape<16>> v{tf::init::uniform{-0.5, 0.5}};
+    tf::variable<"m", float, tf::shape<16, 16>> m{tf::init::uniform{-0.3, 0.3}};
+    // a placeholder or a tf::expr, then u or v: one normal form, one table
+    E h1 = tf::tanh(x * u + x);
+    E h2 = tf::tanh(h1 * v + h1);
+    E h3 = tf::tanh(h2 * u + h2);
+    CHECK(access::ref(h1).g == access::ref(h2).g);
+    CHECK(access::ref(h2).g == access::ref(h3).g);
+    // another structure, or the same one over a leaf of another shape: other tables
+    E k1 = tf::tanh(x * u + u);
+    E k2 = tf::matmul(h1, m);
+    CHECK(access::ref(k1).g != access::ref(h1).g);
+    CHECK(access::ref(k2).g != access::ref(h1).g);
+    // two leaves of one dtype and shape stay two leaves
+    E d = x * u + x * v;
+    // two objects of one pure type are one node, as in an auto-typed graph
+    auto p = tf::matmul(x, m);
+    auto q = tf::matmul(x, m);
+    E pq = p + q;
+    auto a1 = tf::tanh(x * u + x);
+    auto a2 = tf::tanh(a1 * v + a1);
+    auto a3 = tf::tanh(a2 * u + a2);
+    const tf::tensor<float> xb = input(5, 0.05f);
+    tf::session s;
+    const auto [r3, ra3, rd, rpq] = s.run(tf::fetch(h3, a3, d, pq), tf::feed(x, xb));
+    for (tf::index_t i = 0; i < r3.size(); ++i) CHECK(r3[i] == Approx(ra3[i]).epsilon(1e-6));
+    for (tf::index_t r = 0; r < 5; ++r)
+        for (tf::index_t j = 0; j < 16; ++j) {
+            const double xv = xb[r * 16 + j];
+            CHECK(rd[r * 16 + j] == Approx(xv * u.value()[j] + xv * v.value()[j]).epsilon(1e-5).margin(1e-6));
+            double acc = 0;
+            for (tf::index_t k = 0; k < 16; ++k) acc += static_cast<double>(xb[r * 16 + k]) * m.value()[k * 16 + j];
+            CHECK(rpq[r * 16 + j] == Approx(2 * acc).epsilon(1e-5));
+        }
+    s.run(pq, tf::feed(x, xb));
+    CHECK(s.stats().evaluations == 2);  // the matmul once, then the sum
+    // gradients: each variable gets its own, equal to the auto-typed graph's
+    auto [gu, gv, gx] = tf::grad(tf::sum(h3), u, v, x);
+    auto [ru, rv, rx] = tf::grad(tf::sum(a3), u, v, x);
+    auto [du, dv] = tf::grad(tf::sum(d * d), u, v);
+    auto [eu, ev] = tf::grad(tf::sum((x * u + x * v) * (x * u + x * v)), u, v);
+    auto gm = tf::grad(tf::sum(pq * pq), m);
+    auto rm = tf::grad(tf::sum((p + q) * (p + q)), m);
+    const auto [vgu, vgv, vgx, vru, vrv, vrx, vdu, vdv, veu, vev, vgm, vrm] =
+        s.run(tf::fetch(gu, gv, gx, ru, rv, rx, du, dv, eu, ev, gm, rm), tf::feed(x, xb));
+    for (tf::index_t i = 0; i < 16; ++i) {
+        CHECK(vgu[i] == Approx(vru[i]).epsilon(1e-5));
+        CHECK(vgv[i] == Approx(vrv[i]).epsilon(1e-5));
+        CHECK(vdu[i] == Approx(veu[i]).epsilon(1e-5));
+        CHECK(vdv[i] == Approx(vev[i]).epsilon(1e-5));
+    }
+    CHECK(vgu[0] != Approx(vgv[0]));
+    for (tf::index_t i = 0; i < vgx.size(); ++i) CHECK(vgx[i] == Approx(vrx[i]).epsilon(1e-5));
+    for (tf::index_t i = 0; i < vgm.size(); ++i) CHECK(vgm[i] == Approx(vrm[i]).epsilon(1e-5));
+}
+
 TEST_CASE("expr: gradients that cannot cross a tf::expr are errors", "[expr][grad]") {
     tf::placeholder<"x", float, row16> x;
     tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};

@@ -28,3 +28,11 @@
 /// Declares a function of typeflow's plain runtime code that every run goes through.
 #define TYPEFLOW_DECL_HOT inline
 #endif
+
+/// Keeps a function out of line (for plain code that every caller would
+/// otherwise get a copy of).
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPEFLOW_NOINLINE __attribute__((__noinline__))
+#else
+#define TYPEFLOW_NOINLINE
+#endif

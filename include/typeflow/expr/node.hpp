@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
@@ -25,6 +26,8 @@ enum class op_kind {
 
 namespace detail {
 struct expression_base {};
+// Makes a node from a state built elsewhere (see runtime/expr.hpp).
+struct adopt_state_tag {};
 // The children of a node: a minimal tuple (one base per element, no
 // constructor templates). std::tuple's constrained converting constructors
 // make GCC and Clang work exponentially in the depth of a graph whose nodes
@@ -64,6 +67,10 @@ struct node_state {
     std::atomic<long> refs{1};
     std::size_t count = 0;  // children stored so far
     node_state* next_released = nullptr;  // see release_node_state
+    // the state this one stands for, when made as a copy of it with other
+    // leaves (runtime/expr.hpp): its identity, and held by it
+    node_state* origin = nullptr;
+    const void* identity() const noexcept { return origin ? origin : this; }
     child_slot* slots() noexcept { return reinterpret_cast<child_slot*>(this + 1); }
     const child_slot* slots() const noexcept { return reinterpret_cast<const child_slot*>(this + 1); }
 };
@@ -76,7 +83,7 @@ inline node_state* new_node_state(std::size_t children) {
 // chain of tf::expr objects built in a loop can be deeper than the call
 // stack, so a state released while another is being released waits in a
 // list that the outermost call empties.
-inline void release_node_state(node_state* s) noexcept {
+TYPEFLOW_NOINLINE inline void release_node_state(node_state* s) noexcept {
     static thread_local node_state* pending = nullptr;
     static thread_local bool releasing = false;
     s->next_released = pending;
@@ -88,8 +95,10 @@ inline void release_node_state(node_state* s) noexcept {
         pending = t->next_released;
         child_slot* c = t->slots();
         for (std::size_t i = t->count; i-- > 0;) c[i].destroy(c[i].bytes);
+        node_state* o = t->origin;
         t->~node_state();
         ::operator delete(t);
+        if (o && o->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release_node_state(o);
     }
     releasing = false;
 }
@@ -213,6 +222,8 @@ public:
     node(detail::children_tag, const C&... c) : h_(detail::new_node_state(sizeof...(C))) {
         (detail::child_ops<C>::type::store(h_.get(), &c), ...);
     }
+    /// Takes over `h`, a state whose slots hold objects of types C... in order.
+    node(detail::adopt_state_tag, detail::node_handle h) noexcept : h_(static_cast<detail::node_handle&&>(h)) {}
 
     /// Calls f(children...).
     template <class F>
@@ -227,7 +238,7 @@ public:
         return *std::launder(reinterpret_cast<const T*>(h_.get()->slots()[I].bytes));
     }
     /// Address of the shared state: equal for copies of one node.
-    const void* identity() const noexcept { return h_.get(); }
+    const void* identity() const noexcept { return h_.get()->identity(); }
 
 private:
     detail::node_handle h_;  // the only member: a child slot holding a node is destroyed as a handle

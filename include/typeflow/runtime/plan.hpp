@@ -337,7 +337,7 @@ namespace detail {
 // node_handle, and its children live in the state's slots, so identity and
 // children are the same code for every op node.
 inline const void* node_identity(const void* obj) noexcept {
-    return static_cast<const typeflow::detail::node_handle*>(obj)->get();
+    return static_cast<const typeflow::detail::node_handle*>(obj)->get()->identity();
 }
 inline void node_children(const void* obj, const void** out) noexcept {
     const typeflow::detail::node_state* s = static_cast<const typeflow::detail::node_handle*>(obj)->get();

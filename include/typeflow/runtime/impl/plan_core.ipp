@@ -265,11 +265,14 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         if (found != none) return found;
     }
     if (op) {
-        // the same object in an earlier segment (segments are walked in order):
-        // read its value there rather than computing it again, when both have
-        // a buffer (a fused node is part of its region's loop)
+        // the same object in an earlier segment (segments are walked in order),
+        // or the normal-form copy of it that a tf::expr hides (the same
+        // identity; its descriptor may differ in purity): read its value there
+        // rather than computing it again, when both have a buffer (a fused
+        // node is part of its region's loop)
         const std::uint32_t k = by_obj_.find(id, 0);
-        if (k != none && desc_[insts_[k].node] == &d && flags_[insts_[k].node].materialized && flags_[i].materialized) {
+        if (k != none && desc_[insts_[k].node]->kind == d.kind && desc_[insts_[k].node]->eval == d.eval &&
+            flags_[insts_[k].node].materialized && flags_[i].materialized) {
             by_id_.insert(id, i, k);
             shared_.push_back({insts_[k].node, i});
             return k;
