@@ -12,6 +12,7 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 
@@ -52,7 +53,7 @@ public:
     /// A tensor of the given extents filled row-major from `values`.
     tensor(const typeflow::dims& d, std::initializer_list<T> values) : tensor(d) {
         if (static_cast<index_t>(values.size()) != d.numel())
-            throw error("tensor: " + std::to_string(values.size()) + " values given for shape " + to_string(d));
+            detail::raise(detail::message() << "tensor: " << values.size() << " values given for shape " << d);
         std::copy(values.begin(), values.end(), data_.get());
     }
     /// A copy of the elements a view shows.
@@ -85,7 +86,7 @@ public:
     }
     /// The single element of a one-element tensor.
     T item() const {
-        if (size() != 1) throw error("tensor::item: tensor of shape " + to_string(dims_) + " has not one element");
+        if (size() != 1) detail::raise(detail::message() << "tensor::item: tensor of shape " << dims_ << " has not one element");
         return data_[0];
     }
 
@@ -100,7 +101,7 @@ public:
     /// Same elements, new extents of equal element count (shares storage).
     tensor reshaped(const typeflow::dims& d) const {
         if (d.numel() != size())
-            throw error("tensor::reshaped: cannot view " + to_string(dims_) + " as " + to_string(d));
+            detail::raise(detail::message() << "tensor::reshaped: cannot view " << dims_ << " as " << d);
         tensor t = *this;
         t.dims_ = d;
         return t;
@@ -111,7 +112,7 @@ public:
 private:
     static index_t checked_numel(const typeflow::dims& d) {
         for (std::size_t i = 0; i < d.rank; ++i)
-            if (d.d[i] < 0) throw error("tensor: extents must be known and >= 0, got " + to_string(d));
+            if (d.d[i] < 0) detail::raise(detail::message() << "tensor: extents must be known and >= 0, got " << d);
         return d.numel();
     }
     template <class... I>
@@ -131,13 +132,13 @@ private:
 template <class T>
 tensor_view<T> view(std::vector<T>& v, const dims& d) {
     if (d.numel() != static_cast<index_t>(v.size()))
-        throw error("view: vector of " + std::to_string(v.size()) + " elements cannot have shape " + to_string(d));
+        detail::raise(detail::message() << "view: vector of " << v.size() << " elements cannot have shape " << d);
     return {v.data(), d};
 }
 template <class T>
 tensor_view<const T> view(const std::vector<T>& v, const dims& d) {
     if (d.numel() != static_cast<index_t>(v.size()))
-        throw error("view: vector of " + std::to_string(v.size()) + " elements cannot have shape " + to_string(d));
+        detail::raise(detail::message() << "view: vector of " << v.size() << " elements cannot have shape " << d);
     return {v.data(), d};
 }
 /// A view of a whole std::vector as a rank-1 tensor.

@@ -28,6 +28,7 @@
 #include <typeflow/expr/ops/transpose.hpp>
 #include <typeflow/expr/ops/where.hpp>
 #include <typeflow/graph/topo.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow::diagnostic {
 template <class Op>
@@ -200,8 +201,10 @@ public:
     explicit builder(const Y& y) {
         const std::size_t clash = graph::find_objects<G>(&y, obj_.data());
         if (clash != graph::no_node)
-            throw error(std::string("grad: the cost holds two different '") +
-                        std::string(node_labels<typename G::nodes>::value[clash]) +
+            typeflow::detail::raise(
+                typeflow::detail::message()
+                << "grad: the cost holds two different '" << node_labels<typename G::nodes>::value[clash]
+                <<
                         "' nodes of one type that differ only in anonymous constants (such as x * 2.0f and "
                         "x * 3.0f), or only in the tf::expr objects they read; grad identifies nodes by type. Make one "
                         "of the constants a tf::literal<T, num, den>, a placeholder or a variable; hide each term "

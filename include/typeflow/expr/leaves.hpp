@@ -11,6 +11,7 @@
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/node.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 
@@ -86,8 +87,8 @@ public:
     /// Overwrites the value; the extents must equal the variable's shape.
     void load(tensor_view<const T> v) {
         if (!(v.dims == S::value))
-            throw error("variable '" + std::string(Name.view()) + "': cannot load a tensor of shape " +
-                        to_string(v.dims) + " into shape " + to_string(S::value));
+            detail::raise(detail::message() << "variable '" << Name.view() << "': cannot load a tensor of shape " << v.dims
+                                            << " into shape " << S::value);
         std::copy(v.data, v.data + v.size(), st_->value.data());
     }
     const void* identity() const noexcept { return st_.get(); }
@@ -156,7 +157,7 @@ constant_tensor<T, S> constant(std::initializer_list<T> values) {
 template <shape_c S, value_type_c T>
 constant_tensor<T, S> constant(const tensor<T>& t) {
     if (!(t.dims() == S::value))
-        throw error("constant: tensor of shape " + to_string(t.dims()) + " given for shape " + to_string(S::value));
+        detail::raise(detail::message() << "constant: tensor of shape " << t.dims() << " given for shape " << S::value);
     constant_tensor<T, S> c;
     c.data = std::make_shared<const tensor<T>>(t.clone());
     return c;

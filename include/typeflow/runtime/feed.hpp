@@ -7,6 +7,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 
@@ -65,9 +66,9 @@ feed_entry<P> feed(const P&, const std::vector<U>& v) {
     static_assert(shape_t<P>::is_static,
                   "typeflow: feed: a std::vector feeds only a placeholder of static shape; use tf::view(vec, dims)");
     if (static_cast<index_t>(v.size()) != shape_t<P>::numel)
-        throw error("feed for placeholder '" + std::string(P::name()) + "': expected shape " +
-                    to_string(shape_t<P>::value) + " (" + std::to_string(shape_t<P>::numel) + " elements), got " +
-                    std::to_string(v.size()) + " elements");
+        detail::raise(detail::message() << "feed for placeholder '" << P::name() << "': expected shape "
+                                        << shape_t<P>::value << " (" << shape_t<P>::numel << " elements), got "
+                                        << v.size() << " elements");
     return {{v.data(), shape_t<P>::value}};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <Eigen/Core>
 
+#include <typeflow/core/message.hpp>
 #include <typeflow/core/tensor.hpp>
 
 namespace typeflow {
@@ -29,12 +30,12 @@ using row_matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 /// A rank-2 tensor as a mutable Eigen matrix map (no copy).
 template <class T>
 Eigen::Map<row_matrix<T>> as_matrix(tensor<T>& t) {
-    if (t.rank() != 2) throw error("as_matrix: tensor of shape " + to_string(t.dims()) + " is not rank 2");
+    if (t.rank() != 2) detail::raise(detail::message() << "as_matrix: tensor of shape " << t.dims() << " is not rank 2");
     return {t.data(), t.dims()[0], t.dims()[1]};
 }
 template <class T>
 Eigen::Map<const row_matrix<T>> as_matrix(const tensor<T>& t) {
-    if (t.rank() != 2) throw error("as_matrix: tensor of shape " + to_string(t.dims()) + " is not rank 2");
+    if (t.rank() != 2) detail::raise(detail::message() << "as_matrix: tensor of shape " << t.dims() << " is not rank 2");
     return {t.data(), t.dims()[0], t.dims()[1]};
 }
 /// Any tensor as a mutable Eigen column array of all its elements (no copy).

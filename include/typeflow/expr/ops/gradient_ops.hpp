@@ -6,6 +6,7 @@
 #include <typeflow/core/axes.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/gradient.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 namespace op {
@@ -33,8 +34,8 @@ struct reshape_like {
     using traits = result_traits<value_type_t<A>, shape_t<B>, device_t<A>>;
     static dims infer(const dims& a, const dims& b) {
         if (a.numel() != b.numel())
-            throw error("reshape_like: cannot give the " + std::to_string(a.numel()) + " elements of shape " +
-                        to_string(a) + " the shape " + to_string(b));
+            typeflow::detail::raise(typeflow::detail::message() << "reshape_like: cannot give the " << a.numel()
+                                                                << " elements of shape " << a << " the shape " << b);
         return b;
     }
 };

@@ -17,6 +17,7 @@
 #include <typeflow/expr/ops/arithmetic.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow::diagnostic {
 template <class Op, class Shape>
@@ -44,7 +45,7 @@ constexpr same_extent unify(index_t a, index_t b) {
 // Run-time check of a square 2-D matrix (for dyn extents).
 inline void require_square(std::string_view op, const dims& a) {
     if (a.rank != 2 || a.d[0] != a.d[1])
-        throw error(std::string(op) + ": needs a square matrix, got shape " + to_string(a));
+        typeflow::detail::raise(typeflow::detail::message() << op << ": needs a square matrix, got shape " << a);
 }
 }  // namespace detail
 
@@ -133,8 +134,8 @@ struct solve {
     static dims infer(const dims& a, const dims& b) {
         detail::require_square(name, a);
         if (b.rank != 2 || b.d[0] != a.d[0])
-            throw error("solve: A of shape " + to_string(a) + " and B of shape " + to_string(b) +
-                        " do not match (A [n,n], B [n,k])");
+            typeflow::detail::raise(typeflow::detail::message() << "solve: A of shape " << a << " and B of shape " << b
+                                                                << " do not match (A [n,n], B [n,k])");
         return b;
     }
 };

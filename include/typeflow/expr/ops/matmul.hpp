@@ -6,6 +6,7 @@
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 
@@ -78,8 +79,8 @@ struct matmul {
     static dims infer(const dims& a, const dims& b) {
         const detail::matmul_dims r = detail::matmul_shape(a, b, TA, TB);
         if (!r.inner_ok || !r.batch_ok)
-            throw error("matmul: shapes " + to_string(a) + " and " + to_string(b) + " do not multiply" +
-                        (TA ? " (a transposed)" : "") + (TB ? " (b transposed)" : ""));
+            typeflow::detail::raise(typeflow::detail::message() << "matmul: shapes " << a << " and " << b << " do not multiply"
+                                                                << (TA ? " (a transposed)" : "") << (TB ? " (b transposed)" : ""));
         return r.out;
     }
 };

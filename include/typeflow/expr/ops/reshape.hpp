@@ -8,6 +8,7 @@
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow {
 namespace detail {
@@ -69,7 +70,8 @@ struct reshape {
     using traits = decltype(rule<A>());
     static dims infer(const dims& a) {
         const detail::reshape_result r = detail::reshape_dims(a, dims{D...});
-        if (!r.count_ok) throw error("reshape: cannot reshape " + to_string(a) + " into " + to_string(dims{D...}));
+        if (!r.count_ok)
+            typeflow::detail::raise(typeflow::detail::message() << "reshape: cannot reshape " << a << " into " << dims{D...});
         return r.out;
     }
 };
@@ -140,7 +142,7 @@ struct squeeze {
         constexpr detail::axis_mask m = mask(shape_t<A>::value);
         for (std::size_t i = 0; i < a.rank; ++i)
             if (m.reduced[i] && a.d[i] != 1)
-                throw error("squeeze: axis " + std::to_string(i) + " of shape " + to_string(a) + " is not 1");
+                typeflow::detail::raise(typeflow::detail::message() << "squeeze: axis " << i << " of shape " << a << " is not 1");
         return detail::reduced_dims(a, m, false);
     }
 };

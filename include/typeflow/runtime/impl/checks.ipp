@@ -2,6 +2,7 @@
 // inline in header-only builds, compiled once with TYPEFLOW_SEPARATE_COMPILATION.
 #pragma once
 #include <typeflow/runtime/checks.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow::runtime {
 
@@ -10,8 +11,9 @@ TYPEFLOW_DECL void register_variable(typeflow::detail::pod_vector<named_storage>
     for (const named_storage& n : names) {
         if (n.id == id) return;
         if (n.name != name) continue;
-        throw error("two distinct variables share the name '" + std::string(name) +
-                    "'; a variable's name is its identity, so give each its own");
+        typeflow::detail::raise(typeflow::detail::message()
+                                << "two distinct variables share the name '" << name
+                                << "'; a variable's name is its identity, so give each its own");
     }
     names.push_back({name, id});
 }
@@ -19,14 +21,17 @@ TYPEFLOW_DECL void register_variable(typeflow::detail::pod_vector<named_storage>
 TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,
                        const void* data) {
     if (!fed)
-        throw error("placeholder '" + std::string(name) + "' (" + std::string(dtype_name(dt)) + ", shape " +
-                    to_string(want) + ") must be fed: the fetched nodes depend on it");
+        typeflow::detail::raise(typeflow::detail::message() << "placeholder '" << name << "' (" << dtype_name(dt)
+                                                            << ", shape " << want
+                                                            << ") must be fed: the fetched nodes depend on it");
     bool ok = got.rank == want.rank;
     for (std::size_t i = 0; ok && i < want.rank; ++i) ok = (want.d[i] == dyn ? got.d[i] >= 0 : got.d[i] == want.d[i]);
     if (!ok)
-        throw error("feed for placeholder '" + std::string(name) + "': expected shape " + to_string(want) + ", got " +
-                    to_string(got));
-    if (!data && got.numel() > 0) throw error("feed for placeholder '" + std::string(name) + "': no data (null pointer)");
+        typeflow::detail::raise(typeflow::detail::message() << "feed for placeholder '" << name << "': expected shape "
+                                                            << want << ", got " << got);
+    if (!data && got.numel() > 0)
+        typeflow::detail::raise(typeflow::detail::message() << "feed for placeholder '" << name
+                                                            << "': no data (null pointer)");
 }
 
 TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds, std::size_t n) {
@@ -38,9 +43,10 @@ TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds
         out = r.out;
     }
     if (!ok) {
-        std::string shapes;
-        for (std::size_t i = 0; i < n; ++i) shapes += (i ? " and " : "") + to_string(*ds[i]);
-        throw error(std::string(op) + ": shapes " + shapes + " do not broadcast");
+        typeflow::detail::message m;
+        m << op << ": shapes ";
+        for (std::size_t i = 0; i < n; ++i) m << (i ? " and " : "") << *ds[i];
+        typeflow::detail::raise(m << " do not broadcast");
     }
     return out;
 }
@@ -48,8 +54,8 @@ TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds
 TYPEFLOW_DECL void check_assign_fits(std::string_view op, std::string_view var, const dims& v, const dims& e) {
     const broadcast_result r = broadcast_dims(v, e);
     if (!r.ok || !(r.out == v))
-        throw error(std::string(op) + " to variable '" + std::string(var) + "': a value of shape " + to_string(e) +
-                    " does not fit shape " + to_string(v));
+        typeflow::detail::raise(typeflow::detail::message() << op << " to variable '" << var << "': a value of shape "
+                                                            << e << " does not fit shape " << v);
 }
 
 }  // namespace typeflow::runtime

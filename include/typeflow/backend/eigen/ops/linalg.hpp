@@ -13,6 +13,7 @@
 #include <typeflow/backend/eigen/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/ops/linalg.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow::backend::eigen {
 
@@ -42,8 +43,10 @@ bool all_finite(const T* p, index_t count) {
     return true;
 }
 [[noreturn]] inline void throw_singular(std::string_view op, const dims& a) {
-    throw error(std::string(op) + ": the matrix of shape " + to_string(a) +
-                " is singular or not finite (a zero pivot in its LU decomposition, or a non-finite result)");
+    typeflow::detail::raise(
+        typeflow::detail::message()
+        << op << ": the matrix of shape " << a
+        << " is singular or not finite (a zero pivot in its LU decomposition, or a non-finite result)");
 }
 }  // namespace detail
 

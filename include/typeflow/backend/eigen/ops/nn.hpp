@@ -10,6 +10,7 @@
 #include <typeflow/backend/eigen/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/core/message.hpp>
 
 namespace typeflow::backend::eigen {
 
@@ -73,8 +74,8 @@ struct kernel<op::one_hot<Depth, T>> {
         for (index_t i = 0; i < count; ++i) {
             const auto l = labels[i];
             if (l < 0 || l >= Depth)
-                throw error("one_hot: label " + std::to_string(l) + " at flat index " + std::to_string(i) +
-                            " is out of range [0, " + std::to_string(Depth) + ")");
+                typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << l << " at flat index " << i
+                                                                    << " is out of range [0, " << Depth << ")");
         }
         std::fill(out, out + count * Depth, T(0));
         for (index_t i = 0; i < count; ++i) out[i * Depth + static_cast<index_t>(labels[i])] = T(1);
