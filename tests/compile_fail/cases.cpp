@@ -138,7 +138,11 @@ int main() {
 #ifdef TF_FAIL_expr_device
     tf::expr<float, tf::shape<2, 3>> bad = g;
 #endif
-#if defined(TF_FAIL_expr_dtype) || defined(TF_FAIL_expr_shape) || defined(TF_FAIL_expr_dyn) || defined(TF_FAIL_expr_device)
+#ifdef TF_FAIL_expr_gpu
+    tf::expr<float, tf::shape<2, 3>, tf::gpu<0>> bad = g * 2.0f;  // the device fits; no backend runs it
+#endif
+#if defined(TF_FAIL_expr_dtype) || defined(TF_FAIL_expr_shape) || defined(TF_FAIL_expr_dyn) || \
+    defined(TF_FAIL_expr_device) || defined(TF_FAIL_expr_gpu)
     (void)bad;
 #endif
 #if defined(TF_FAIL_add_shape) || defined(TF_FAIL_matmul_shape) || defined(TF_FAIL_matmul_rank) ||      \
