@@ -42,6 +42,14 @@ struct variable_state {
     tensor<T> value;
     std::string name;
 };
+// A variable's storage, zeroed (one function per dtype, not per variable).
+template <class T>
+TYPEFLOW_NOINLINE std::shared_ptr<variable_state<T>> new_variable_state(const dims& d, std::string_view name) {
+    auto st = std::make_shared<variable_state<T>>();
+    st->value = tensor<T>(d);
+    st->name = std::string(name);
+    return st;
+}
 }  // namespace detail
 
 /// State that persists across runs: `variable<"W", float, shape<64, 32>>`.
@@ -70,9 +78,7 @@ public:
     /// Initialised by `init` (e.g. tf::init::glorot_uniform{}).
     template <class Init>
         requires requires(Init i, tensor<T>& t) { i(t, std::string_view{}); }
-    explicit variable(Init init) : st_(std::make_shared<detail::variable_state<T>>()) {
-        st_->value = tensor<T>(S::value);
-        st_->name = std::string(Name.view());
+    explicit variable(Init init) : st_(detail::new_variable_state<T>(S::value, Name.view())) {
         init(st_->value, Name.view());
     }
     static constexpr std::string_view name() { return Name.view(); }
