@@ -1,5 +1,7 @@
 // The tensor type, views, Eigen interop and initialisers.
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -93,4 +95,23 @@ TEST_CASE("initialisers are reproducible and have the documented statistics", "[
     STATIC_REQUIRE(!tf::variable<"i", int, tf::shape<2>>::trainable());
     CHECK(o.value()[1] == 1.f);
     CHECK_THROWS_AS(o.load(tf::tensor<float>({3}).view()), tf::error);
+}
+
+TEST_CASE("error messages: integers, extents, the 1 KiB cut and the thrown type", "[tensor][error]") {
+    using tf::detail::message;
+    message m;
+    m << "a" << 0 << " " << -7 << " " << std::numeric_limits<long long>::min() << " " << std::size_t{42} << " "
+      << tf::dims{2, tf::dyn, 3} << " " << tf::dims{};
+    CHECK(m.view() == "a0 -7 -9223372036854775808 42 [2,?,3] []");
+    CHECK(tf::to_string(tf::dims{4, tf::dyn}) == "[4,?]");
+    message big;
+    for (int i = 0; i < 300; ++i) big << "abcd";
+    CHECK(big.view().size() == 1024);
+    CHECK(big.view().substr(1020) == "abcd");
+    try {
+        tf::detail::raise(message() << "x " << 3 << " " << tf::dims{1});
+        FAIL("raise returned");
+    } catch (const tf::error& e) {
+        CHECK(std::string(e.what()) == "typeflow: x 3 [1]");
+    }
 }

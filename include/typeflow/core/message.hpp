@@ -26,17 +26,9 @@ public:
     }
     message& operator<<(const char* s) noexcept { return *this << std::string_view(s); }
     TYPEFLOW_NOINLINE message& operator<<(long long v) noexcept {
-        char t[24];
-        char* e = t + sizeof t;
-        char* p = e;
-        const bool neg = v < 0;
-        unsigned long long u = neg ? 0ull - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
-        do {
-            *--p = static_cast<char>('0' + u % 10);
-            u /= 10;
-        } while (u);
-        if (neg) *--p = '-';
-        return *this << std::string_view(p, static_cast<std::size_t>(e - p));
+        char t[20];
+        const char* p = print_integer(v, t + sizeof t);
+        return *this << std::string_view(p, static_cast<std::size_t>(t + sizeof t - p));
     }
     message& operator<<(int v) noexcept { return *this << static_cast<long long>(v); }
     message& operator<<(long v) noexcept { return *this << static_cast<long long>(v); }
@@ -44,13 +36,8 @@ public:
     message& operator<<(unsigned long v) noexcept { return *this << static_cast<long long>(v); }
     message& operator<<(unsigned long long v) noexcept { return *this << static_cast<long long>(v); }
     TYPEFLOW_NOINLINE message& operator<<(const dims& d) noexcept {
-        *this << "[";
-        for (std::size_t i = 0; i < d.rank; ++i) {
-            if (i) *this << ",";
-            if (d.d[i] == dyn) *this << "?";
-            else *this << static_cast<long long>(d.d[i]);
-        }
-        return *this << "]";
+        char b[dims_chars];
+        return *this << std::string_view(b, print_dims(d, b));
     }
     std::string_view view() const noexcept { return {buf_, n_}; }
 

@@ -45,6 +45,13 @@ struct dims {
 
 /// "[2,3]"; a dyn extent prints as "?".
 TYPEFLOW_DECL std::string to_string(const dims& s);
+/// Characters enough for any dims printed by print_dims.
+inline constexpr std::size_t dims_chars = 2 + max_rank * 21;
+/// Writes d as to_string prints it into buf (dims_chars long); returns its length.
+TYPEFLOW_DECL std::size_t print_dims(const dims& d, char* buf) noexcept;
+/// Writes v in decimal so that it ends at `end` (20 characters before it
+/// suffice); returns where it starts.
+TYPEFLOW_DECL char* print_integer(long long v, char* end) noexcept;
 
 /// A static shape; `dyn` marks an extent bound at run time. `shape<>` is a scalar.
 template <index_t... D>

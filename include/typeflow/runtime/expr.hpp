@@ -120,7 +120,7 @@ struct expr_access {
     // further instantiation: the adjoints grad makes are not differentiated again)
     template <class E, class X>
     static E erase(const X& x) {
-        if constexpr (std::is_same_v<X, E> || std::is_base_of_v<E, X>) return E(x);  // a slot is its tf::expr
+        if constexpr (std::is_base_of_v<E, X>) return E(x);  // E itself, or a slot (which is its tf::expr)
         else return E(x, no_backward_t{});
     }
 };
@@ -258,14 +258,23 @@ inline constexpr bool is_expr_v<expr_slot<K, T, S, D>> = true;
 
 namespace runtime::detail {
 using typeflow::detail::expr_access;
+// The leaves that get adjoints, and that a normal form replaces by slots (see normal_form).
+template <class L>
+inline constexpr bool slot_leaf_v =
+    typeflow::detail::is_placeholder_v<L> || typeflow::detail::is_variable_v<L> || typeflow::detail::is_expr_v<L>;
+// The key of a leaf's adjoints in a grad_sink: a placeholder's feed key, a
+// variable's storage, a tf::expr's state.
+template <class L>
+const void* sink_key(const void* leaf) {
+    if constexpr (typeflow::detail::is_placeholder_v<L>) return (void)leaf, &feed_key<L>;
+    else return static_cast<const L*>(leaf)->identity();
+}
 TYPEFLOW_NOINLINE inline void add_seeds(grad_sink& out, const void* key, const expr_ref* seeds, std::size_t n) {
     for (std::size_t k = 0; k < n; ++k) out.add(key, seeds[k]);
 }
 template <class L>
 void leaf_backward(const void* root, const expr_ref* seeds, std::size_t n, grad_sink& out) {
-    if constexpr (typeflow::detail::is_placeholder_v<L>) add_seeds(out, &feed_key<L>, seeds, n);
-    else if constexpr (typeflow::detail::is_variable_v<L> || typeflow::detail::is_expr_v<L>)
-        add_seeds(out, static_cast<const L*>(root)->identity(), seeds, n);
+    if constexpr (slot_leaf_v<L>) add_seeds(out, sink_key<L>(root), seeds, n);  // constants: nothing
 }
 
 // The normal form of a hidden expression E: E with its k-th distinct
@@ -277,9 +286,6 @@ void leaf_backward(const void* root, const expr_ref* seeds, std::size_t n, grad_
 // (a variable or placeholder by a new tf::expr hiding it, a tf::expr by
 // itself); pure nodes stay merged as in E. Not applied to expressions with
 // assignments (their variables are written, not read).
-template <class L>
-inline constexpr bool slot_leaf_v =
-    typeflow::detail::is_placeholder_v<L> || typeflow::detail::is_variable_v<L> || typeflow::detail::is_expr_v<L>;
 template <class Nodes, std::size_t I>
 struct slot_index;
 template <class... Ts, std::size_t I>
@@ -304,7 +310,7 @@ struct normal_action {
     enum kind_t : std::uint8_t { op, keep, wrap, share } kind = op;
     void (*store)(typeflow::detail::node_state*, const void*) noexcept = nullptr;  // keep: copies the leaf
     expr_ref (*ref)(const void*) = nullptr;  // wrap: a new tf::expr hiding the leaf (owned); share: the tf::expr's own
-    const void* (*identity)(const void*) = nullptr;                            // wrap: the leaf's identity
+    const void* (*identity)(const void*) = nullptr;  // wrap: what makes two leaves one (sink_key)
     void (*store_slot)(typeflow::detail::node_state*, const expr_ref&) = nullptr;  // wrap, share
 };
 template <class Slot>
@@ -318,12 +324,6 @@ expr_ref wrap_leaf(const void* p) {
     const expr_ref r = expr_access::ref(e);
     r.state->refs.fetch_add(1, std::memory_order_relaxed);  // owned by the caller
     return r;
-}
-// what makes two wrapped leaves one: a placeholder's feed key, a variable's storage
-template <class L>
-const void* wrap_key(const void* p) {
-    if constexpr (typeflow::detail::is_placeholder_v<L>) return (void)p, &feed_key<L>;
-    else return static_cast<const L*>(p)->identity();
 }
 template <class L>
 expr_ref share_expr(const void* p) {
@@ -342,7 +342,7 @@ template <class Slot, class L>
 struct leaf_action<Slot, L, true> {
     static constexpr bool shares = typeflow::detail::is_expr_v<L>;
     static constexpr normal_action value{shares ? normal_action::share : normal_action::wrap, nullptr,
-                                         slot_ref<L>(), &wrap_key<L>,
+                                         slot_ref<L>(), &sink_key<L>,
                                          &store_slot<Slot>};
 };
 struct op_action {
@@ -496,10 +496,8 @@ void emit_node(B& b, grad_sink& out, typeflow::detail::pod_vector<expr_ref>* roo
                     (emit_use<G, t.u[t.first[I] + K].parent, t.u[t.first[I] + K].slot, I>(b, out, roots), ...);
                 }(std::make_index_sequence<t.first[I + 1] - t.first[I]>{});
             }
-        } else if constexpr (typeflow::detail::is_variable_v<L>) {
-            add_adjoint(out, b.template object_at<I>().identity(), b.template adjoint_at<I>());
-        } else if constexpr (typeflow::detail::is_placeholder_v<L>) {
-            add_adjoint(out, &feed_key<L>, b.template adjoint_at<I>());
+        } else if constexpr (slot_leaf_v<L>) {  // a variable or a placeholder
+            add_adjoint(out, sink_key<L>(&b.template object_at<I>()), b.template adjoint_at<I>());
         }
     }
 }
@@ -587,10 +585,7 @@ auto gradient_of(B& b, const grad_sink& sink, const typeflow::detail::pointer_se
     using RX = expr<value_type_t<X>, shape_t<X>, device_t<X>>;
     if constexpr (typeflow::detail::is_variable_v<X> || typeflow::detail::is_expr_v<X> ||
                   typeflow::detail::is_placeholder_v<X>) {
-        const void* key;
-        if constexpr (typeflow::detail::is_placeholder_v<X>) key = &feed_key<X>;
-        else key = x.identity();
-        std::uint32_t e = sink.last(key);
+        std::uint32_t e = sink.last(sink_key<X>(&x));
         if (e == grad_sink::none)  // nothing reaches x
             return expr_access::erase<RX>(broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x));
         RX acc = expr_access::adopt<RX>(sink[e].value);
