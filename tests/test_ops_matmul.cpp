@@ -162,6 +162,24 @@ TEST_CASE("matmul: all four transpose-flag combinations", "[ops][matmul][transpo
     check_transpose_flags<std::int32_t, 4, 3, 2>(24);
 }
 
+// The kernel takes one of four paths by size (backend/eigen/ops/matmul.hpp):
+// a plain loop when m + n + k < 20, GEMV when n or m is 1, else GEMM.
+TEST_CASE("matmul: each kernel path (small loop, GEMV on either side, GEMM) with each transpose pair",
+          "[ops][matmul][transpose]") {
+    check_transpose_flags<double, 9, 5, 5>(31);    // m + n + k = 19: the loop
+    check_transpose_flags<double, 10, 5, 5>(32);   // 20: GEMM
+    check_transpose_flags<double, 1, 40, 30>(33);  // m = 1: GEMV on op(B)^T
+    check_transpose_flags<double, 30, 40, 1>(34);  // n = 1: GEMV on op(A)
+    check_transpose_flags<double, 1, 40, 1>(35);   // a dot product through GEMV
+    check_transpose_flags<double, 20, 30, 25>(36);
+    check_transpose_flags<float, 64, 100, 48>(37);
+    check_transpose_flags<float, 1, 33, 70>(38);
+    check_transpose_flags<float, 70, 33, 1>(39);
+    check_transpose_flags<std::int32_t, 1, 30, 20>(40);
+    check_transpose_flags<std::int32_t, 20, 30, 1>(41);
+    check_transpose_flags<std::int64_t, 24, 16, 20>(42);
+}
+
 TEST_CASE("matmul: dyn batch rows of a placeholder times a variable, across runs", "[ops][matmul][dyn]") {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 4>> x;
     tf::variable<"W", float, tf::shape<4, 3>> W{tf::init::glorot_uniform{}};

@@ -13,6 +13,7 @@
 #include <typeflow/typeflow.hpp>
 
 #include <typeflow/backend/eigen/impl/fused.ipp>
+#include <typeflow/backend/eigen/impl/kernels.ipp>
 #include <typeflow/core/impl/shape.ipp>
 #include <typeflow/runtime/impl/checks.ipp>
 #include <typeflow/runtime/impl/memory_plan.ipp>

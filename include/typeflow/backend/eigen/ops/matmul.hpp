@@ -1,23 +1,93 @@
-// typeflow/backend/eigen/ops/matmul.hpp — matmul through Eigen's GEMM (or the
-// BLAS Eigen is built against with EIGEN_USE_BLAS).
+// typeflow/backend/eigen/ops/matmul.hpp — matmul through Eigen's GEMM and GEMV
+// kernels (or the BLAS Eigen is built against with EIGEN_USE_BLAS).
 #pragma once
 #include <Eigen/Core>
 
 #include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/core/config.hpp>
+#include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 
 namespace typeflow::backend::eigen {
+
+namespace detail {
+/// C = op(A) * op(B) for one row-major m x n matrix C, where op(A) is m x k
+/// (A stored row-major, m x k, or transposed, k x m) and op(B) is k x n.
+///
+/// Calls the kernels `C.noalias() = A * B` reaches (GEMM, or GEMV when m or n
+/// is 1, a plain loop for tiny products) directly: the expression's dispatch
+/// and evaluators cost more compile time than the kernels themselves
+/// (0.6 s of 1.1 s per product form with GCC 12, benchmarks/RESULTS.md).
+/// One function per dtype and transpose pair; with
+/// TYPEFLOW_SEPARATE_COMPILATION the float and double ones are compiled once,
+/// in typeflow/src.hpp. Single-threaded (Eigen's OpenMP split is not used).
+template <class T, bool TA, bool TB>
+TYPEFLOW_NOINLINE void gemm(index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+    using namespace Eigen;
+    using internal::const_blas_data_mapper;
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
+        return;
+    }
+    // element (i, p) of op(A) and (p, j) of op(B)
+    const index_t lda = TA ? m : k, ldb = TB ? k : n;
+    if (m + n + k < 20) {  // where Eigen takes its coefficient-based product
+        for (index_t i = 0; i < m; ++i)
+            for (index_t j = 0; j < n; ++j) {
+                T s(0);
+                for (index_t p = 0; p < k; ++p)
+                    s += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
+                c[i * n + j] = s;
+            }
+        return;
+    }
+    if (n == 1) {  // c = op(A) b: GEMV with op(A) as the matrix, b contiguous
+        for (index_t i = 0; i < m; ++i) c[i] = T(0);
+        constexpr int order = TA ? ColMajor : RowMajor;
+        using lhs_map = const_blas_data_mapper<T, Index, order>;
+        using rhs_map = const_blas_data_mapper<T, Index, TA ? RowMajor : ColMajor>;
+        internal::general_matrix_vector_product<Index, T, lhs_map, order, false, T, rhs_map, false>::run(
+            m, k, lhs_map(a, lda), rhs_map(b, 1), c, 1, T(1));
+        return;
+    }
+    if (m == 1) {  // c^T = op(B)^T a^T: GEMV with op(B)^T (n x k) as the matrix
+        for (index_t j = 0; j < n; ++j) c[j] = T(0);
+        constexpr int order = TB ? RowMajor : ColMajor;
+        using lhs_map = const_blas_data_mapper<T, Index, order>;
+        using rhs_map = const_blas_data_mapper<T, Index, TB ? ColMajor : RowMajor>;
+        internal::general_matrix_vector_product<Index, T, lhs_map, order, false, T, rhs_map, false>::run(
+            n, k, lhs_map(b, ldb), rhs_map(a, 1), c, 1, T(1));
+        return;
+    }
+    for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
+    internal::gemm_blocking_space<RowMajor, T, T, Dynamic, Dynamic, Dynamic> blocking(m, n, k, 1, true);
+    internal::general_matrix_matrix_product<Index, T, TA ? ColMajor : RowMajor, false, T, TB ? ColMajor : RowMajor,
+                                            false, RowMajor, 1>::run(m, n, k, a, lda, b, ldb, c, 1, n, T(1), blocking,
+                                                                     nullptr);
+}
+
+#if defined(TYPEFLOW_SEPARATE_COMPILATION)
+// compiled once, in typeflow/src.hpp (impl/kernels.ipp)
+extern template void gemm<float, false, false>(index_t, index_t, index_t, const float*, const float*, float*);
+extern template void gemm<float, true, false>(index_t, index_t, index_t, const float*, const float*, float*);
+extern template void gemm<float, false, true>(index_t, index_t, index_t, const float*, const float*, float*);
+extern template void gemm<float, true, true>(index_t, index_t, index_t, const float*, const float*, float*);
+extern template void gemm<double, false, false>(index_t, index_t, index_t, const double*, const double*, double*);
+extern template void gemm<double, true, false>(index_t, index_t, index_t, const double*, const double*, double*);
+extern template void gemm<double, false, true>(index_t, index_t, index_t, const double*, const double*, double*);
+extern template void gemm<double, true, true>(index_t, index_t, index_t, const double*, const double*, double*);
+#endif
+}  // namespace detail
 
 template <bool TA, bool TB>
 struct kernel<op::matmul<TA, TB>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        using T = value_type_t<N>;
-        using mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
         const dims a = ctx.dims_of(n.template child<0>());
         const dims b = ctx.dims_of(n.template child<1>());
-        const T* pa = ctx.input(n.template child<0>());
-        const T* pb = ctx.input(n.template child<1>());
+        const auto* pa = ctx.input(n.template child<0>());
+        const auto* pb = ctx.input(n.template child<1>());
         const index_t ar = a.d[a.rank - 2], ac = a.d[a.rank - 1];
         const index_t br = b.d[b.rank - 2], bc = b.d[b.rank - 1];
         const index_t m = TA ? ac : ar, k = TA ? ar : ac, nn = TB ? br : bc;
@@ -25,22 +95,8 @@ struct kernel<op::matmul<TA, TB>> {
         const dims& big = a.rank >= b.rank ? a : b;
         for (std::size_t i = 0; i + 2 < big.rank; ++i) batches *= big.d[i];
         const index_t sa = a.rank > 2 ? ar * ac : 0, sb = b.rank > 2 ? br * bc : 0;
-        for (index_t i = 0; i < batches; ++i) {
-            Eigen::Map<const mat> A(pa + i * sa, ar, ac);
-            Eigen::Map<const mat> B(pb + i * sb, br, bc);
-            Eigen::Map<mat> C(out + i * m * nn, m, nn);
-            if (k == 0) {
-                C.setZero();
-            } else if constexpr (!TA && !TB) {
-                C.noalias() = A * B;
-            } else if constexpr (TA && !TB) {
-                C.noalias() = A.transpose() * B;
-            } else if constexpr (!TA && TB) {
-                C.noalias() = A * B.transpose();
-            } else {
-                C.noalias() = A.transpose() * B.transpose();
-            }
-        }
+        for (index_t i = 0; i < batches; ++i)
+            detail::gemm<value_type_t<N>, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
     }
 };
 
