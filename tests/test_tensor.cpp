@@ -1,5 +1,6 @@
 // The tensor type, views, Eigen interop and initialisers.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -27,6 +28,35 @@ TEST_CASE("tensor: row-major storage, element access, shared copies", "[tensor]"
     CHECK(t.reshaped({3, 2})(2, 1) == 6.f);
     CHECK_THROWS_AS(t.reshaped({4, 2}), tf::error);
     CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
+}
+
+// Buffers of 64 KiB and more start on a page (see detail::buffer_alignment):
+// tensors, and the intermediates and results a session makes.
+TEST_CASE("tensor: storage of 64 KiB and more is page-aligned, smaller 64-byte aligned", "[tensor]") {
+    const auto offset = [](const void* p, std::uintptr_t a) { return reinterpret_cast<std::uintptr_t>(p) % a; };
+    for (int k = 0; k < 4; ++k) {  // several blocks: malloc'ed ones of this size start 16 bytes into a page
+        const tf::tensor<float> big({16384});  // 64 KiB
+        CHECK(offset(big.data(), 4096) == 0);
+        const tf::tensor<float> below({16383});
+        CHECK(offset(below.data(), 64) == 0);
+        const tf::tensor<bool> small({100});
+        CHECK(offset(small.data(), 64) == 0);
+    }
+    CHECK(tf::detail::buffer_alignment(65535) == 64);
+    CHECK(tf::detail::buffer_alignment(65536) == 4096);
+
+    tf::placeholder<"x", float, tf::shape<tf::dyn>> x;
+    tf::tensor<float> xv({1 << 16});
+    for (long i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 7);
+    tf::session s;
+    // exp(x) * 2 is materialised in the arena (a reduction reads it); exp(x) + 1 is a result
+    auto y = tf::sum(tf::exp(x) * 2.0f) + tf::sum(x);
+    auto [r, e] = s.run(tf::fetch(y, tf::exp(x) + 1.0f), tf::feed(x, xv));
+    CHECK(offset(e.data(), 4096) == 0);
+    CHECK(s.stats().arena_bytes >= std::size_t{1} << 18);
+    double want = 0;
+    for (long i = 0; i < xv.size(); ++i) want += 2.0 * std::exp(static_cast<double>(xv[i])) + xv[i];
+    CHECK(r.item() == Approx(want).epsilon(1e-4));  // float sums of 2^16 terms
 }
 
 TEST_CASE("tensor: zero-copy views from std::vector and Eigen", "[tensor][interop]") {

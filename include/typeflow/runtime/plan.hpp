@@ -269,15 +269,17 @@ private:
     bool bound_ = false;
     std::unique_ptr<backend::eigen::region_layout[]> regions_;  // per instance
     array<std::size_t> last_;
-    struct arena_block {  // 64-byte aligned, zeroed
+    struct arena_block {  // from detail::allocate_buffer, zeroed
         std::byte* p = nullptr;
+        std::size_t bytes = 0;
         arena_block() = default;
         arena_block(const arena_block&) = delete;
         arena_block& operator=(const arena_block&) = delete;
-        ~arena_block() { reset(nullptr); }
-        void reset(std::byte* q) noexcept {
-            if (p) ::operator delete(p, std::align_val_t{typeflow::detail::tensor_alignment});
+        ~arena_block() { reset(nullptr, 0); }
+        void reset(std::byte* q, std::size_t n) noexcept {
+            if (p) typeflow::detail::free_buffer(p, bytes);
             p = q;
+            bytes = n;
         }
     };
     arena_block arena_;

@@ -374,12 +374,12 @@ TYPEFLOW_DECL void plan_core::rebind() {
     }
     const std::size_t total = plan_memory(reqs.data(), reqs.size());
     const std::size_t arena_size = total ? total : 1;
-    auto* arena = static_cast<std::byte*>(::operator new(arena_size, std::align_val_t{typeflow::detail::tensor_alignment}));
+    auto* arena = static_cast<std::byte*>(typeflow::detail::allocate_buffer(arena_size));
     std::memset(arena, 0, arena_size);
     // commit
     dims_ = static_cast<array<dims>&&>(d);
     regions_ = static_cast<std::unique_ptr<backend::eigen::region_layout[]>&&>(regions);
-    arena_.reset(arena);
+    arena_.reset(arena, arena_size);
     arena_bytes_ = total;
     for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.p + reqs[r].offset;
     fed_dims_ = fed_;
