@@ -22,11 +22,14 @@ int main(int argc, char** argv) {
     const int depth = argc > 1 ? std::atoi(argv[1]) : 100;
     tf::expr<float, tf::shape<tf::dyn, 16>> h = x;
     for (int k = 0; k < depth; ++k) h = step(h, w);
+    // The same chain in one line: tf::repeat applies a block n times.
+    const auto r = tf::repeat(depth, x, [&](const auto& v) { return tf::tanh(v * w + v); });
 
     tf::session s;
     tf::tensor<float> batch({2, 16});
     for (tf::index_t i = 0; i < batch.size(); ++i) batch[i] = 0.01f * static_cast<float>(i);
-    const tf::tensor<float> out = s.run(tf::sum(h), tf::feed(x, batch));
-    std::printf("depth %d: sum %.5f\n", depth, out.item());
+    const auto [out, out_r] = s.run(tf::fetch(tf::sum(h), tf::sum(r)), tf::feed(x, batch));
+    std::printf("depth %d: sum %.5f, with tf::repeat %.5f\n", depth, out.item(), out_r.item());
+    return out.item() == out_r.item() ? 0 : 1;
 }
 // readme-end

@@ -61,6 +61,45 @@ TEST_CASE("expr: a chain built in a loop matches the naive loop and the auto-typ
     for (tf::index_t i = 0; i < r2.size(); ++i) CHECK(r2[i] == Approx(ref2[static_cast<std::size_t>(i)]).margin(1e-5));
 }
 
+TEST_CASE("repeat: a block applied n times matches the loop-built chain and the naive loop", "[expr][repeat]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};
+    const auto step = [&](const auto& h) { return tf::tanh(h * w + h); };
+    auto h7 = tf::repeat<7>(x, step);
+    static_assert(std::is_same_v<decltype(h7), E>);
+    auto hn = tf::repeat(7, x, step);
+    auto h0 = tf::repeat(0, x, step);
+    // with the step's index: x + 0 + 1 + 2 + 3
+    auto hi = tf::repeat(4, x, [](const auto& h, std::size_t i) { return h + static_cast<float>(i); });
+    E h = x;
+    for (int k = 0; k < 7; ++k) h = step(h);
+
+    const tf::tensor<float> xb = input(5, 0.05f);
+    tf::session s;
+    const auto [r7, rn, r0, ri, rh] = s.run(tf::fetch(h7, hn, h0, hi, h), tf::feed(x, xb));
+    const std::vector<double> ref = chain_reference(xb, w.value(), 7);
+    REQUIRE(r7.dims() == tf::dims{5, 16});
+    for (tf::index_t i = 0; i < r7.size(); ++i) {
+        CHECK(r7[i] == Approx(ref[static_cast<std::size_t>(i)]).margin(1e-5));
+        CHECK(rn[i] == r7[i]);
+        CHECK(rh[i] == r7[i]);  // the same loops, the same bits
+        CHECK(r0[i] == xb[i]);
+        CHECK(ri[i] == xb[i] + 6.0f);
+    }
+}
+
+TEST_CASE("repeat: gradients through a repeated block match finite differences", "[expr][repeat][grad]") {
+    tf::variable<"W", double, tf::shape<4, 4>> W{tf::init::uniform{-0.6, 0.6}};
+    tf::variable<"w", double, tf::shape<4>> w{tf::init::uniform{0.5, 1.0}};
+    tf::tensor<double> xv({3, 4});
+    for (tf::index_t i = 0; i < xv.size(); ++i) xv[i] = 0.1 * static_cast<double>((i * 5) % 9) - 0.4;
+    const auto x = tf::constant<tf::shape<3, 4>>(xv);
+    const auto h = tf::repeat<5>(x, [&](const auto& h) { return tf::tanh(tf::matmul(h, W)) * w + h; });
+    const auto e = tftest::check_gradients(tf::sum(tf::square(h)), W, w);
+    INFO(e.where);
+    CHECK(e.worst <= 1e-6);
+}
+
 TEST_CASE("expr: a chain 40000 steps deep runs and is released without deep recursion", "[expr]") {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 2>> x;
     tf::variable<"w", float, tf::shape<2>> w{tf::init::constant{0.25}};

@@ -1,7 +1,9 @@
 // typeflow/runtime/expr.hpp — tf::expr<T, S>: an expression whose type is a
 // short tag (dtype, shape, device), not the graph below it.
 #pragma once
+#include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/dtype.hpp>
@@ -602,6 +604,30 @@ auto gradient_of(B& b, const grad_sink& sink, const typeflow::detail::pointer_se
     }
 }
 }  // namespace runtime::detail
+
+/// The expression `step` applied n times to x, each result held in a
+/// tf::expr of x's dtype, shape and device: the form for deep stacks of one
+/// block (residual steps, an unrolled recurrence) that compiles the block
+/// once, whatever n is (see tf::expr). `step` takes the running
+/// tf::expr, or the tf::expr and the step's index (0 .. n - 1), and returns
+/// an expression that fits x's shape. n = 0 gives x itself, in a tf::expr.
+///
+///     auto h = tf::repeat(100, h0, [&](const auto& h) { return tf::tanh(h * w + h); });
+template <expression E, class F>
+auto repeat(std::size_t n, const E& x, F&& step) {
+    using H = expr<value_type_t<E>, shape_t<E>, device_t<E>>;
+    H h = x;
+    for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_invocable_v<F&, const H&, std::size_t>) h = step(std::as_const(h), i);
+        else h = step(std::as_const(h));
+    }
+    return h;
+}
+/// repeat with the count fixed at compile time: tf::repeat<N>(x, step).
+template <std::size_t N, expression E, class F>
+auto repeat(const E& x, F&& step) {
+    return repeat(N, x, static_cast<F&&>(step));
+}
 
 /// grad(y, xs...) for a cost that reaches a tf::expr (called by tf::grad):
 /// the top graph's adjoints at compile time, then each tf::expr's
