@@ -8,7 +8,7 @@
 //   libtorch:  the same model with autograd and a hand-written SGD update
 //              (only when the build found libtorch: TYPEFLOW_HAVE_TORCH)
 //
-// All run single-threaded from the same initial weights; after one step the
+// All run single-threaded (OpenBLAS too) from the same initial weights; after one step the
 // updated weights of typeflow and Eigen (and libtorch) must agree within 1e-4
 // (relative) or the program exits 1.
 #include <cstdio>
@@ -24,6 +24,12 @@
 #include "bench_util.hpp"
 
 namespace tf = typeflow;
+
+// OpenBLAS (libtorch's BLAS, and typeflow's and Eigen's with
+// -DTYPEFLOW_USE_BLAS=ON) starts one thread per core unless told otherwise;
+// torch::set_num_threads does not reach it. Bound weakly: absent without OpenBLAS.
+extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
+
 using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using rowvec = Eigen::Matrix<float, 1, Eigen::Dynamic>;
 
@@ -93,6 +99,13 @@ int main() {
     constexpr long batch = 256;
     constexpr float lr = 0.05f;
     Eigen::setNbThreads(1);
+    if (openblas_set_num_threads) {
+        openblas_set_num_threads(1);
+        std::fprintf(stderr, "mlp_train: OpenBLAS limited to 1 thread\n");
+    }
+#ifdef EIGEN_USE_BLAS
+    std::fprintf(stderr, "mlp_train: typeflow and eigen call the BLAS (EIGEN_USE_BLAS)\n");
+#endif
 
     tf::placeholder<"x", float, tf::shape<tf::dyn, 784>> x;
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>> y;

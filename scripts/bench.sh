@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers (Debian packages: libtorch-dev with OpenBLAS),
 # builds the benchmarks in ./build-bench (-O3 -march=native) and runs the CPU
-# training/forward benchmarks, printing typeflow/peer ratios.
+# training/forward benchmarks, printing typeflow/peer ratios; mlp_train runs
+# a second time built with -DTYPEFLOW_USE_BLAS=ON (./build-bench-blas).
 #   bash scripts/bench.sh                 # all of them
 #   bash scripts/bench.sh mlp_train       # one
 set -euo pipefail
@@ -24,4 +25,15 @@ names=("$@"); [ "${#names[@]}" -gt 0 ] || names=(fused_chain mlp_forward mlp_tra
 for n in "${names[@]}"; do
   cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target "bench_$n"
   OMP_NUM_THREADS=1 "$BUILD_DIR/benchmarks/bench_$n"
+done
+# The training step once more with typeflow and Eigen calling OpenBLAS, the
+# BLAS libtorch uses (-DTYPEFLOW_USE_BLAS=ON): the like-for-like comparison
+# with libtorch.
+for n in "${names[@]}"; do
+  [ "$n" = mlp_train ] || continue
+  gen_blas=(); [ -f "$BUILD_DIR-blas/CMakeCache.txt" ] || gen_blas=(-G Ninja)
+  cmake -S . -B "$BUILD_DIR-blas" "${gen_blas[@]}" -DCMAKE_BUILD_TYPE=Release -DTYPEFLOW_BUILD_TESTS=OFF \
+    -DTYPEFLOW_BUILD_EXAMPLES=OFF -DTYPEFLOW_USE_BLAS=ON
+  cmake --build "$BUILD_DIR-blas" -j "${JOBS:-$(nproc)}" --target "bench_$n"
+  OMP_NUM_THREADS=1 "$BUILD_DIR-blas/benchmarks/bench_$n"
 done
