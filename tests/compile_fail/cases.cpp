@@ -138,11 +138,15 @@ int main() {
 #ifdef TF_FAIL_expr_device
     tf::expr<float, tf::shape<2, 3>> bad = g;
 #endif
+#ifdef TF_FAIL_repeat_shape
+    // a block that transposes: its result does not fit the running tf::expr's [2, 3]
+    auto bad = tf::repeat(3, m, [](const auto& h) { return tf::transpose(h); });
+#endif
 #ifdef TF_FAIL_expr_gpu
     tf::expr<float, tf::shape<2, 3>, tf::gpu<0>> bad = g * 2.0f;  // the device fits; no backend runs it
 #endif
 #if defined(TF_FAIL_expr_dtype) || defined(TF_FAIL_expr_shape) || defined(TF_FAIL_expr_dyn) || \
-    defined(TF_FAIL_expr_device) || defined(TF_FAIL_expr_gpu)
+    defined(TF_FAIL_expr_device) || defined(TF_FAIL_expr_gpu) || defined(TF_FAIL_repeat_shape)
     (void)bad;
 #endif
 #if defined(TF_FAIL_add_shape) || defined(TF_FAIL_matmul_shape) || defined(TF_FAIL_matmul_rank) ||      \
