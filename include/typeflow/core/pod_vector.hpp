@@ -13,6 +13,8 @@
 #include <new>
 #include <type_traits>
 
+#include <typeflow/core/config.hpp>
+
 namespace typeflow::detail {
 
 /// Grows the block `p` of `cap` bytes (contents kept) to at least `need` bytes.
@@ -25,86 +27,112 @@ inline void* pod_grow(void* p, std::size_t& cap, std::size_t need) {
     return q;
 }
 
-/// A contiguous array of T (trivially copyable); new elements are zero-filled.
-template <class T>
-class pod_vector {
-    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-
+/// The storage of pod_vector, in bytes: its growing and copying code exists
+/// once, not once per element type.
+class pod_bytes {
 public:
-    pod_vector() = default;
-    explicit pod_vector(std::size_t n) { resize(n); }
-    pod_vector(const pod_vector& o) { assign_bytes(o.p_, o.n_); }
-    pod_vector(pod_vector&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) { o.p_ = nullptr, o.n_ = o.cap_ = 0; }
-    pod_vector& operator=(const pod_vector& o) {
-        if (this != &o) assign_bytes(o.p_, o.n_);
-        return *this;
-    }
-    pod_vector& operator=(pod_vector&& o) noexcept {
+    pod_bytes(const pod_bytes&) = delete;
+    pod_bytes& operator=(const pod_bytes&) = delete;
+
+protected:
+    pod_bytes() = default;
+    pod_bytes(pod_bytes&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) { o.p_ = nullptr, o.n_ = o.cap_ = 0; }
+    ~pod_bytes() { std::free(p_); }
+    void move_from(pod_bytes& o) noexcept {
         if (this != &o) {
             std::free(p_);
             p_ = o.p_, n_ = o.n_, cap_ = o.cap_;
             o.p_ = nullptr, o.n_ = o.cap_ = 0;
         }
+    }
+    /// Capacity of at least `bytes` bytes.
+    TYPEFLOW_NOINLINE void reserve_bytes(std::size_t bytes) {
+        if (bytes > cap_) p_ = pod_grow(p_, cap_, bytes);
+    }
+    /// `bytes` bytes; new ones are zero.
+    TYPEFLOW_NOINLINE void resize_bytes(std::size_t bytes) {
+        reserve_bytes(bytes);
+        if (bytes > n_) std::memset(static_cast<char*>(p_) + n_, 0, bytes - n_);
+        n_ = bytes;
+    }
+    /// Appends `size` bytes from `src` (which may lie in this array).
+    TYPEFLOW_NOINLINE void append_bytes(const void* src, std::size_t size) {
+        if (n_ + size > cap_) {
+            alignas(std::max_align_t) unsigned char copy[256];
+            void* heap = size > sizeof copy ? std::malloc(size) : nullptr;
+            if (size > sizeof copy && !heap) throw std::bad_alloc();
+            void* tmp = heap ? heap : copy;
+            if (size) std::memcpy(tmp, src, size);
+            reserve_bytes(n_ + size);
+            if (size) std::memcpy(static_cast<char*>(p_) + n_, tmp, size);
+            std::free(heap);
+        } else if (size) {
+            std::memcpy(static_cast<char*>(p_) + n_, src, size);
+        }
+        n_ += size;
+    }
+    /// Replaces the contents by `size` bytes from `src`.
+    TYPEFLOW_NOINLINE void assign_bytes(const void* src, std::size_t size) {
+        reserve_bytes(size);
+        if (size) std::memcpy(p_, src, size);
+        n_ = size;
+    }
+    void* p_ = nullptr;
+    std::size_t n_ = 0, cap_ = 0;  // bytes
+};
+
+/// A contiguous array of T (trivially copyable); new elements are zero-filled.
+template <class T>
+class pod_vector : private pod_bytes {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+public:
+    pod_vector() = default;
+    explicit pod_vector(std::size_t n) { resize(n); }
+    pod_vector(const pod_vector& o) : pod_bytes() { assign_bytes(o.p_, o.n_); }
+    pod_vector(pod_vector&& o) noexcept : pod_bytes(static_cast<pod_bytes&&>(o)) {}
+    pod_vector& operator=(const pod_vector& o) {
+        if (this != &o) assign_bytes(o.p_, o.n_);
         return *this;
     }
-    ~pod_vector() { std::free(p_); }
+    pod_vector& operator=(pod_vector&& o) noexcept {
+        move_from(o);
+        return *this;
+    }
+    ~pod_vector() = default;
 
-    std::size_t size() const noexcept { return n_; }
+    std::size_t size() const noexcept { return n_ / sizeof(T); }
     bool empty() const noexcept { return n_ == 0; }
-    T* data() noexcept { return p_; }
-    const T* data() const noexcept { return p_; }
-    T& operator[](std::size_t i) noexcept { return p_[i]; }
-    const T& operator[](std::size_t i) const noexcept { return p_[i]; }
-    T* begin() noexcept { return p_; }
-    T* end() noexcept { return p_ + n_; }
-    const T* begin() const noexcept { return p_; }
-    const T* end() const noexcept { return p_ + n_; }
+    T* data() noexcept { return static_cast<T*>(p_); }
+    const T* data() const noexcept { return static_cast<const T*>(p_); }
+    T& operator[](std::size_t i) noexcept { return data()[i]; }
+    const T& operator[](std::size_t i) const noexcept { return data()[i]; }
+    T* begin() noexcept { return data(); }
+    T* end() noexcept { return data() + size(); }
+    const T* begin() const noexcept { return data(); }
+    const T* end() const noexcept { return data() + size(); }
 
     void clear() noexcept { n_ = 0; }
     /// Removes the last element (the array must not be empty).
-    void pop_back() noexcept { --n_; }
+    void pop_back() noexcept { n_ -= sizeof(T); }
     /// n elements; new ones are zero bytes.
-    void resize(std::size_t n) {
-        reserve(n);
-        if (n > n_) std::memset(static_cast<void*>(p_ + n_), 0, (n - n_) * sizeof(T));
-        n_ = n;
-    }
+    void resize(std::size_t n) { resize_bytes(n * sizeof(T)); }
     /// n copies of v.
     void assign(std::size_t n, const T& v) {
-        reserve(n);
-        for (std::size_t i = 0; i < n; ++i) p_[i] = v;
-        n_ = n;
+        const T copy = v;  // v may live in this array
+        resize_bytes(n * sizeof(T));
+        for (std::size_t i = 0; i < n; ++i) data()[i] = copy;
     }
     void push_back(const T& v) {
-        if (n_ == cap_) {
-            const T copy = v;  // v may live in this array
-            reserve(n_ + 1);
-            p_[n_++] = copy;
+        if (n_ + sizeof(T) <= cap_) {
+            std::memcpy(static_cast<char*>(p_) + n_, &v, sizeof(T));
+            n_ += sizeof(T);
         } else {
-            p_[n_++] = v;
+            append_bytes(&v, sizeof(T));
         }
     }
-    void append(const T* first, std::size_t count) {
-        reserve(n_ + count);
-        if (count) std::memcpy(static_cast<void*>(p_ + n_), first, count * sizeof(T));
-        n_ += count;
-    }
-    void reserve(std::size_t n) {
-        if (n > cap_) {
-            std::size_t bytes = cap_ * sizeof(T);
-            p_ = static_cast<T*>(pod_grow(p_, bytes, n * sizeof(T)));
-            cap_ = bytes / sizeof(T);
-        }
-    }
-
-private:
-    void assign_bytes(const T* src, std::size_t n) {
-        reserve(n);
-        if (n) std::memcpy(static_cast<void*>(p_), src, n * sizeof(T));
-        n_ = n;
-    }
-    T* p_ = nullptr;
-    std::size_t n_ = 0, cap_ = 0;
+    void append(const T* first, std::size_t count) { append_bytes(first, count * sizeof(T)); }
+    void reserve(std::size_t n) { reserve_bytes(n * sizeof(T)); }
 };
 
 /// A map from (non-null pointer, index) to a position (open addressing, at
