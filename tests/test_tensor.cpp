@@ -44,6 +44,10 @@ TEST_CASE("tensor: storage of 64 KiB and more is page-aligned, smaller 64-byte a
     }
     CHECK(tf::detail::buffer_alignment(65535) == 64);
     CHECK(tf::detail::buffer_alignment(65536) == 4096);
+    // the plan's arena comes from allocate_buffer
+    void* block = tf::detail::allocate_buffer(std::size_t{1} << 20);
+    CHECK(offset(block, 4096) == 0);
+    tf::detail::free_buffer(block, std::size_t{1} << 20);
 
     tf::placeholder<"x", float, tf::shape<tf::dyn>> x;
     tf::tensor<float> xv({1 << 16});

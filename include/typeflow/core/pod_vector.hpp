@@ -58,17 +58,12 @@ protected:
     /// Appends `size` bytes from `src` (which may lie in this array).
     TYPEFLOW_NOINLINE void append_bytes(const void* src, std::size_t size) {
         if (n_ + size > cap_) {
-            alignas(std::max_align_t) unsigned char copy[256];
-            void* heap = size > sizeof copy ? std::malloc(size) : nullptr;
-            if (size > sizeof copy && !heap) throw std::bad_alloc();
-            void* tmp = heap ? heap : copy;
-            if (size) std::memcpy(tmp, src, size);
+            const auto at = reinterpret_cast<std::uintptr_t>(src), base = reinterpret_cast<std::uintptr_t>(p_);
+            const bool inside = p_ && at >= base && at < base + n_;
             reserve_bytes(n_ + size);
-            if (size) std::memcpy(static_cast<char*>(p_) + n_, tmp, size);
-            std::free(heap);
-        } else if (size) {
-            std::memcpy(static_cast<char*>(p_) + n_, src, size);
+            if (inside) src = static_cast<const char*>(p_) + (at - base);
         }
+        if (size) std::memcpy(static_cast<char*>(p_) + n_, src, size);
         n_ += size;
     }
     /// Replaces the contents by `size` bytes from `src`.

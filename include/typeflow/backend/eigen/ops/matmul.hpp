@@ -11,6 +11,19 @@
 namespace typeflow::backend::eigen {
 
 namespace detail {
+/// out(rows) += M v, M a rows x cols matrix (RowMajor: rows ld apart; else
+/// columns ld apart), v contiguous: Eigen's GEMV kernel, with the mapper
+/// types Eigen's own dispatch uses (so EIGEN_USE_BLAS reaches the BLAS).
+template <class T, bool RowMajor>
+void gemv(index_t rows, index_t cols, const T* mat, index_t ld, const T* v, T* out) {
+    using Eigen::internal::const_blas_data_mapper;
+    constexpr int order = RowMajor ? Eigen::RowMajor : Eigen::ColMajor;
+    using lhs_map = const_blas_data_mapper<T, Eigen::Index, order>;
+    using rhs_map = const_blas_data_mapper<T, Eigen::Index, RowMajor ? Eigen::ColMajor : Eigen::RowMajor>;
+    Eigen::internal::general_matrix_vector_product<Eigen::Index, T, lhs_map, order, false, T, rhs_map, false>::run(
+        rows, cols, lhs_map(mat, ld), rhs_map(v, 1), out, 1, T(1));
+}
+
 /// C = op(A) * op(B) for one row-major m x n matrix C, where op(A) is m x k
 /// (A stored row-major, m x k, or transposed, k x m) and op(B) is k x n.
 ///
@@ -23,60 +36,36 @@ namespace detail {
 /// in typeflow/src.hpp. Single-threaded (Eigen's OpenMP split is not used).
 template <class T, bool TA, bool TB>
 TYPEFLOW_NOINLINE void gemm(index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
-    using namespace Eigen;
-    using internal::const_blas_data_mapper;
     if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
-        return;
-    }
+    for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
+    if (k <= 0) return;
     // element (i, p) of op(A) and (p, j) of op(B)
     const index_t lda = TA ? m : k, ldb = TB ? k : n;
     if (m + n + k < 20) {  // where Eigen takes its coefficient-based product
         for (index_t i = 0; i < m; ++i)
-            for (index_t j = 0; j < n; ++j) {
-                T s(0);
+            for (index_t j = 0; j < n; ++j)
                 for (index_t p = 0; p < k; ++p)
-                    s += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
-                c[i * n + j] = s;
-            }
+                    c[i * n + j] += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
         return;
     }
-    if (n == 1) {  // c = op(A) b: GEMV with op(A) as the matrix, b contiguous
-        for (index_t i = 0; i < m; ++i) c[i] = T(0);
-        constexpr int order = TA ? ColMajor : RowMajor;
-        using lhs_map = const_blas_data_mapper<T, Index, order>;
-        using rhs_map = const_blas_data_mapper<T, Index, TA ? RowMajor : ColMajor>;
-        internal::general_matrix_vector_product<Index, T, lhs_map, order, false, T, rhs_map, false>::run(
-            m, k, lhs_map(a, lda), rhs_map(b, 1), c, 1, T(1));
-        return;
-    }
-    if (m == 1) {  // c^T = op(B)^T a^T: GEMV with op(B)^T (n x k) as the matrix
-        for (index_t j = 0; j < n; ++j) c[j] = T(0);
-        constexpr int order = TB ? RowMajor : ColMajor;
-        using lhs_map = const_blas_data_mapper<T, Index, order>;
-        using rhs_map = const_blas_data_mapper<T, Index, TB ? ColMajor : RowMajor>;
-        internal::general_matrix_vector_product<Index, T, lhs_map, order, false, T, rhs_map, false>::run(
-            n, k, lhs_map(b, ldb), rhs_map(a, 1), c, 1, T(1));
-        return;
-    }
-    for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
-    internal::gemm_blocking_space<RowMajor, T, T, Dynamic, Dynamic, Dynamic> blocking(m, n, k, 1, true);
-    internal::general_matrix_matrix_product<Index, T, TA ? ColMajor : RowMajor, false, T, TB ? ColMajor : RowMajor,
-                                            false, RowMajor, 1>::run(m, n, k, a, lda, b, ldb, c, 1, n, T(1), blocking,
-                                                                     nullptr);
+    if (n == 1) return gemv<T, !TA>(m, k, a, lda, b, c);  // c = op(A) b
+    if (m == 1) return gemv<T, TB>(n, k, b, ldb, a, c);   // c^T = op(B)^T a^T, op(B)^T n x k
+    Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(
+        m, n, k, 1, true);
+    Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, TA ? Eigen::ColMajor : Eigen::RowMajor, false, T,
+                                                   TB ? Eigen::ColMajor : Eigen::RowMajor, false, Eigen::RowMajor,
+                                                   1>::run(m, n, k, a, lda, b, ldb, c, 1, n, T(1), blocking, nullptr);
 }
 
+// The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
+// typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
+#define TYPEFLOW_GEMM_INSTANCE(KW, T, TA, TB) KW void gemm<T, TA, TB>(index_t, index_t, index_t, const T*, const T*, T*);
+#define TYPEFLOW_GEMM_INSTANCES(KW, T) \
+    TYPEFLOW_GEMM_INSTANCE(KW, T, false, false) TYPEFLOW_GEMM_INSTANCE(KW, T, true, false) \
+    TYPEFLOW_GEMM_INSTANCE(KW, T, false, true) TYPEFLOW_GEMM_INSTANCE(KW, T, true, true)
 #if defined(TYPEFLOW_SEPARATE_COMPILATION)
-// compiled once, in typeflow/src.hpp (impl/kernels.ipp)
-extern template void gemm<float, false, false>(index_t, index_t, index_t, const float*, const float*, float*);
-extern template void gemm<float, true, false>(index_t, index_t, index_t, const float*, const float*, float*);
-extern template void gemm<float, false, true>(index_t, index_t, index_t, const float*, const float*, float*);
-extern template void gemm<float, true, true>(index_t, index_t, index_t, const float*, const float*, float*);
-extern template void gemm<double, false, false>(index_t, index_t, index_t, const double*, const double*, double*);
-extern template void gemm<double, true, false>(index_t, index_t, index_t, const double*, const double*, double*);
-extern template void gemm<double, false, true>(index_t, index_t, index_t, const double*, const double*, double*);
-extern template void gemm<double, true, true>(index_t, index_t, index_t, const double*, const double*, double*);
+TYPEFLOW_GEMM_INSTANCES(extern template, float)
+TYPEFLOW_GEMM_INSTANCES(extern template, double)
 #endif
 }  // namespace detail
 
