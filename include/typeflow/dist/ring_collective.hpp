@@ -14,10 +14,11 @@ namespace typeflow::dist {
 ///
 /// all_reduce is a reduce-scatter then an all-gather around the ring
 /// rank -> rank+1, each buffer cut into size() chunks and each chunk into
-/// frames of at most `segment_bytes`; receiving overlaps reducing and
-/// sending (for frames of at least `transport_options::send_thread_bytes`
-/// the transport's sender thread reduces and writes while the caller
-/// receives the next frame).
+/// frames of at most `segment_bytes`. A received frame is reduced with the
+/// local data piece by piece as it is read, while the piece is in cache
+/// (no pass over a receive buffer); frames of at least
+/// `transport_options::send_thread_bytes` are written by the transport's
+/// sender thread while the caller receives and reduces the next ones.
 /// The element i in chunk c is reduced in the fixed order
 /// x[c+1], x[c+2], ..., x[c] (ranks mod size()) by one task, then copied to
 /// all, so every task gets the same bits. mean is sum then division by size().

@@ -95,6 +95,15 @@ public:
     /// mismatch error naming both headers. Bytes still being read by a queued
     /// send are never overwritten: such a frame is held until the send is done.
     request recv(int peer, const frame_header& expected, void* payload);
+    /// As above, but the payload is not stored: `consume(offset, bytes, n)`
+    /// is called with each piece as it is read (in order, each byte once,
+    /// while the piece is still in cache), so a reduction runs on the
+    /// arriving data without a pass over a receive buffer. `payload` names
+    /// the `expected.length` bytes that `consume` writes (held back, like a
+    /// receive's, while a queued send still reads them). `consume` may run
+    /// on any of the transport's threads before the request completes.
+    request recv(int peer, const frame_header& expected, void* payload,
+                 std::function<void(std::size_t, const std::byte*, std::size_t)> consume);
     /// Blocks until `r` completes; throws `error` if the transport failed or
     /// `deadline` passed (which fails the transport).
     void wait(const request& r, std::chrono::steady_clock::time_point deadline);

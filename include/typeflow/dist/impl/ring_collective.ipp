@@ -182,16 +182,29 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         detail::for_segments(c.begin, c.end, seg, [&](std::size_t b, std::size_t e) { rit.push_back({b, e, s, j++}); });
     }
     std::stable_sort(rit.begin(), rit.end(), wave);
-    // Reduce-scatter receives land in their own regions of the scratch
-    // buffer, all-gather receives straight in `out`; all posted up front.
-    std::vector<std::size_t> at(rit.size(), 0);
+    // All receives are posted up front. A reduce-scatter receive is reduced
+    // with the local data as it is read (piece by piece, while in cache)
+    // into where its sum goes: `out` (all_reduce; reduce_scatter's last
+    // stage), or a region of the scratch buffer (reduce_scatter's partial
+    // sums, which are not part of its output); all-gather receives land
+    // straight in `out`.
+    const std::size_t own_begin = ch(r).begin;
+    auto in_scratch = [&](const item& it) { return !gather_after && it.s < N - 2; };
     std::size_t scratch_bytes = 0;
-    for (std::size_t m = 0; m < rit.size(); ++m)
-        if (rit[m].s <= N - 2) {
-            at[m] = scratch_bytes;
-            scratch_bytes += (rit[m].e - rit[m].b) * es;
-        }
+    for (const auto& it : rit)
+        if (in_scratch(it)) scratch_bytes += (it.e - it.b) * es;
     if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);
+    std::vector<std::byte*> dst_of(rit.size()); // where receive m's data (reduced or not) goes
+    scratch_bytes = 0;
+    for (std::size_t m = 0; m < rit.size(); ++m) {
+        const auto& it = rit[m];
+        if (in_scratch(it)) {
+            dst_of[m] = scratch_.data() + scratch_bytes;
+            scratch_bytes += (it.e - it.b) * es;
+        } else {
+            dst_of[m] = out + (gather_after || it.s > N - 2 ? it.b : it.b - own_begin) * es;
+        }
+    }
     // index of the receive (stage s, segment j), by stage
     std::vector<std::vector<std::size_t>> rix(static_cast<std::size_t>(stages));
     for (std::size_t m = 0; m < rit.size(); ++m) {
@@ -201,10 +214,21 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     }
     std::vector<request> recvs(rit.size());
     for (std::size_t m = 0; m < rit.size(); ++m) {
-        std::byte* dst = rit[m].s <= N - 2 ? scratch_.data() + at[m] : out + rit[m].b * es;
-        recvs[m] = t_->recv(prev, header(code, t, red, total, rit[m].b, rit[m].e - rit[m].b), dst);
+        const auto& it = rit[m];
+        const auto h = header(code, t, red, total, it.b, it.e - it.b);
+        if (it.s > N - 2) {
+            recvs[m] = t_->recv(prev, h, dst_of[m]);
+            continue;
+        }
+        // dst = received op local, element by element (acc = the received
+        // partial sum x[c+1] op ... op x[r-1], so the order is unchanged).
+        std::byte* dst = dst_of[m];
+        const std::byte* local = in + it.b * es;
+        const bool div = it.s == N - 2 && op == reduce_op::mean;
+        recvs[m] = t_->recv(prev, h, dst, [=](std::size_t off, const std::byte* piece, std::size_t bytes) {
+            detail::reduce(t, op, dst + off, piece, local + off, bytes / es, div, N);
+        });
     }
-    const std::size_t own_begin = ch(r).begin;
 
     // Actions in wavefront order: send (s, j) for every stage, and for the
     // last received stage (not passed on) "finish (s, j)", ordered as if it
@@ -236,25 +260,12 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
         }
         const int rs = a.s - 1; // the stage whose receive this action needs
         const std::size_t m = rix[static_cast<std::size_t>(rs)][static_cast<std::size_t>(a.j)];
-        t_->wait(recvs[m], dl);
+        t_->wait(recvs[m], dl); // received (and reduced)
         recvs[m].reset();
-        if (rs >= N - 1) { // all-gather: pass the received segment on as it is
-            if (!a.finish) sends.push_back(snd(next, header(code, t, red, total, a.b, n), out + a.b * es));
-            continue;
-        }
-        const bool final = rs == N - 2;
-        std::byte* acc = scratch_.data() + at[m];
-        std::byte* dst = gather_after ? out + a.b * es : final ? out + (a.b - own_begin) * es : acc;
-        const std::byte* local = in + a.b * es;
-        const bool div = final && op == reduce_op::mean;
-        if (a.finish) { // reduce_scatter's own chunk: reduce into `out`, done
-            detail::reduce(t, op, dst, acc, local, n, div, N);
-            continue;
-        }
-        // Reduce, then send: both on the transport's sender thread for long
-        // frames, so this thread goes straight on to the next receive.
-        sends.push_back(t_->send(next, header(code, t, red, total, a.b, n), dst, send_deadline_,
-                                 [=] { detail::reduce(t, op, dst, acc, local, n, div, N); }));
+        // Pass the segment on (the sender thread writes long frames while
+        // this thread goes on to the next receive); the last stage's
+        // segments stay here.
+        if (!a.finish) sends.push_back(snd(next, header(code, t, red, total, a.b, n), dst_of[m]));
     }
     for (auto& q : sends) t_->wait(q, dl);
 }

@@ -75,6 +75,7 @@ struct req_state {
     bool is_send = false;
     bool queued = false; // a data frame written by the sender thread
     std::function<void()> prepare; // queued: fills the payload first, on the sender thread
+    std::function<void(std::size_t, const std::byte*, std::size_t)> consume; // receive: takes the payload piecewise
     std::atomic<int> state{0};
 };
 
@@ -919,7 +920,8 @@ struct transport_impl {
                 std::size_t want = stage_bytes - p.st_end;
                 {
                     std::lock_guard lk(rq_mu);
-                    if (p.unexpected.empty() && !p.recvq.empty() && p.recvq.front()->h.length >= stage_bytes / 4)
+                    if (p.unexpected.empty() && !p.recvq.empty() && p.recvq.front()->h.length >= stage_bytes / 4 &&
+                        !p.recvq.front()->consume)
                         want = frame_header_size - p.st_end;
                 }
                 const ssize_t n = ::recv(fd, st + p.st_end, want, MSG_DONTWAIT);
@@ -940,12 +942,46 @@ struct transport_impl {
                 if (k != rx::again) return k;
                 continue;
             }
-            if (p.st_end > p.st_beg) {
+            if (p.rx_mode == rx_mode_deliver && p.rx_req->consume) {
+                // Whole elements, from an address aligned for them (a
+                // frame of an odd length may have left the staging buffer
+                // at any offset).
+                const std::size_t unit = std::max<std::size_t>(1, size_of(static_cast<dtype>(p.rx_h.dtype_code)));
+                std::size_t k = std::min(need, p.st_end - p.st_beg);
+                if (k < need) k -= k % unit;
+                if (k && reinterpret_cast<std::uintptr_t>(st + p.st_beg) % unit) {
+                    std::memmove(st, st + p.st_beg, p.st_end - p.st_beg);
+                    p.st_end -= p.st_beg;
+                    p.st_beg = 0;
+                }
+                if (k) {
+                    p.rx_req->consume(p.rx_got, st + p.st_beg, k);
+                    p.st_beg += k;
+                    p.rx_got += k;
+                    continue;
+                }
+            } else if (p.st_end > p.st_beg) {
                 const std::size_t k = std::min(need, p.st_end - p.st_beg);
                 std::memcpy(p.rx_dst + p.rx_got, st + p.st_beg, k);
                 p.st_beg += k;
                 p.rx_got += k;
                 continue;
+            }
+            if (p.rx_mode == rx_mode_deliver && p.rx_req->consume) { // a consumed payload: read into the staging buffer, hand over from there
+                const std::size_t left = p.st_end - p.st_beg; // less than one element
+                if (left) std::memmove(st, st + p.st_beg, left);
+                p.st_beg = 0;
+                p.st_end = left;
+                const ssize_t n = ::recv(fd, st + left, stage_bytes - left, MSG_DONTWAIT);
+                if (n > 0) {
+                    p.st_end += static_cast<std::size_t>(n);
+                    touch(p);
+                    continue;
+                }
+                if (n == 0) return rx_lost(p, asio::error::eof, on_io);
+                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) return rx::again;
+                return rx_lost(p, error_code(errno, boost::system::system_category()), on_io);
             }
             // Staging empty: the rest of the payload straight to its place,
             // whatever follows (next headers) into the staging buffer.
@@ -1079,7 +1115,10 @@ struct transport_impl {
                 delivery_blocked.store(true);
                 return;
             }
-            if (u.h.length) std::memcpy(req->dst, u.data.get(), u.h.length);
+            if (u.h.length) {
+                if (req->consume) req->consume(0, u.data.get(), u.h.length);
+                else std::memcpy(req->dst, u.data.get(), u.h.length);
+            }
             p.unexpected_bytes -= u.h.length;
             p.unexpected.pop_front();
             p.recvq.pop_front();
@@ -1733,7 +1772,10 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     return r;
 }
 
-inline request transport::recv(int peer, const frame_header& expected, void* payload) {
+inline request transport::recv(int peer, const frame_header& expected, void* payload) { return recv(peer, expected, payload, {}); }
+
+inline request transport::recv(int peer, const frame_header& expected, void* payload,
+                               std::function<void(std::size_t, const std::byte*, std::size_t)> consume) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("recv: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -1741,6 +1783,7 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
     r->h.type = frame_type::data;
     r->dst = payload;
     r->peer = peer;
+    r->consume = std::move(consume);
     // Posted by the calling thread itself (no hand-off to the I/O thread).
     impl_->post_recv(*impl_->peers[static_cast<std::size_t>(peer)], r);
     return r;
