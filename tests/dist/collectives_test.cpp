@@ -2,7 +2,8 @@
 // Every task generates every task's input from a hash of (task, index, salt),
 // so it can compute the expected result locally: in the documented reduction
 // order (element of chunk c: x[c+1], x[c+2], ..., x[c]) with its own reduction
-// functions, compared bit for bit.
+// functions, compared bit for bit (small all_reduce: recursive doubling's
+// order when the task count is a power of two, else rank order).
 //
 //   collectives_test [--large]    --large adds the 64 MiB cases
 #include <typeflow/dist.hpp>
@@ -76,6 +77,18 @@ template <class T> T expected(reduce_op op, int n, int c, std::size_t i, std::ui
     return acc;
 }
 
+/// Expected reduction of element i by recursive doubling over n tasks (n a
+/// power of two): pairs, then pairs of pairs, each (lower) op (upper).
+template <class T> T expected_doubling(reduce_op op, int n, std::size_t i, std::uint64_t salt) {
+    std::vector<T> v(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) v[static_cast<std::size_t>(k)] = value<T>(k, i, salt);
+    for (int w = 1; w < n; w *= 2)
+        for (int k = 0; k < n; k += 2 * w)
+            v[static_cast<std::size_t>(k)] = ref_op(op, v[static_cast<std::size_t>(k)], v[static_cast<std::size_t>(k + w)]);
+    if (op == reduce_op::mean) v[0] = static_cast<T>(v[0] / static_cast<T>(n));
+    return v[0];
+}
+
 template <class T> bool same_bits(T a, T b) {
     if (is_nan(a) && is_nan(b)) return true;
     return std::memcmp(&a, &b, sizeof(T)) == 0;
@@ -126,7 +139,7 @@ template <class T> void test_all_reduce(tfd::collective& c, std::size_t n, reduc
     const bool direct = n * sizeof(T) <= rc.direct_bytes() && n * sizeof(T) <= segment_bytes;
     int chunk = 0;
     verify<T>(name("all_reduce", n, tfd::dtype_of<T>, extra.c_str(), in_place), res.data(), n, [&](std::size_t i) {
-        if (direct) return expected<T>(op, N, -1, i, salt);
+        if (direct) return (N & (N - 1)) == 0 ? expected_doubling<T>(op, N, i, salt) : expected<T>(op, N, -1, i, salt);
         while (i >= n * static_cast<std::size_t>(chunk + 1) / static_cast<std::size_t>(N)) ++chunk;
         return expected<T>(op, N, chunk, i, salt);
     });

@@ -24,9 +24,13 @@ namespace typeflow::dist {
 /// all, so every task gets the same bits. mean is sum then division by size().
 /// max/min propagate NaN.
 ///
-/// Messages of at most `direct_bytes` (default 32 KiB) take one hop instead:
-/// every task sends its buffer to every other and reduces all of them in
-/// rank order x[0], x[1], ..., x[size()-1] (again the same bits everywhere).
+/// Messages of at most `direct_bytes` (default 32 KiB) take a latency path
+/// instead. When size() is a power of two, recursive doubling: log2(size())
+/// exchanges with the task whose rank differs in one bit, each reducing
+/// (lower half) op (upper half), so the result is ((x[0] op x[1]) op
+/// (x[2] op x[3])) ... on every task. Otherwise one hop: every task sends
+/// its buffer to every other and reduces all of them in rank order x[0],
+/// x[1], ..., x[size()-1]. Either way the same bits everywhere.
 class ring_collective final : public collective {
 public:
     /// Uses `t`, which must outlive this object.
@@ -74,6 +78,7 @@ private:
     std::size_t segment_bytes_;
     std::size_t direct_bytes_ = 32 * 1024;
     void all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op);
+    void all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op);
     std::vector<std::byte> scratch_;
 };
 

@@ -318,8 +318,35 @@ inline void ring_collective::all_reduce(const void* in, void* out, std::size_t c
                         0);
 }
 
+inline void ring_collective::all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+    const int N = size(), r = rank();
+    const std::size_t bytes = count * size_of(t);
+    const auto dl = deadline();
+    const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
+    int steps = 0;
+    while ((1 << steps) < N) ++steps;
+    if (scratch_.size() < bytes * static_cast<std::size_t>(steps)) scratch_.resize(bytes * static_cast<std::size_t>(steps));
+    auto slot = [&](int k) { return scratch_.data() + bytes * static_cast<std::size_t>(k); };
+    // Every receive posted first, so a partner that is ahead lands in place.
+    std::vector<request> recvs;
+    for (int k = 0; k < steps; ++k) recvs.push_back(t_->recv(r ^ (1 << k), h, slot(k)));
+    // Step k: exchange the partial result with the task whose rank differs
+    // in bit k; both reduce (lower group) op (upper group), so the bits agree.
+    const void* cur = in;
+    for (int k = 0; k < steps; ++k) {
+        auto sq = snd(r ^ (1 << k), h, cur);
+        t_->wait(sq, dl); // `out` may be `cur`: sent before it is overwritten
+        t_->wait(recvs[static_cast<std::size_t>(k)], dl);
+        const bool low = (r & (1 << k)) == 0;
+        detail::reduce(t, op, out, low ? cur : slot(k), low ? slot(k) : cur, count,
+                       k == steps - 1 && op == reduce_op::mean, N);
+        cur = out;
+    }
+}
+
 inline void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     const int N = size(), r = rank();
+    if ((N & (N - 1)) == 0) return all_reduce_doubling(in, out, count, t, op);
     const std::size_t bytes = count * size_of(t);
     const auto dl = deadline();
     const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
