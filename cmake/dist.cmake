@@ -118,6 +118,10 @@ foreach(_b typeflow tcp_ring)
   target_link_libraries(bench_dist_${_b} PRIVATE typeflow_dist)
   target_compile_options(bench_dist_${_b} PRIVATE -O2)
 endforeach()
+# The machine's own tail-latency floor (no networking, no typeflow code).
+add_executable(bench_dist_floor ${_bd}/bench_floor.cpp)
+target_compile_features(bench_dist_floor PRIVATE cxx_std_20)
+target_compile_options(bench_dist_floor PRIVATE -O2)
 
 find_package(Gloo CONFIG QUIET)
 if(Gloo_FOUND OR EXISTS /usr/include/gloo/allreduce_ring.h)

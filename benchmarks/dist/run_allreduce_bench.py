@@ -7,6 +7,9 @@ shared), and prints per size and peer:
 
   <workload> typeflow=<us> <peer>=<us> ratio=<peer/typeflow> busbw_typeflow=<GB/s> busbw_<peer>=<GB/s> p99_...
 
+then, per process count, the machine's tail floor at the smallest size (a
+FLOOR line from bench_dist_floor; see bench_floor.cpp).
+
 usage: run_allreduce_bench.py BUILD_DIR [--np 2,4] [--min 4096] [--max 67108864] [--rounds 2] [--out FILE]
 """
 import argparse, os, re, shutil, subprocess, sys, tempfile
@@ -73,6 +76,17 @@ for n in [int(x) for x in a.np.split(",")]:
                          f"ratio={q['p50'] / t['p50']:.2f} busbw_typeflow={t['busbw']:.3f} busbw_{peer}={q['busbw']:.3f} "
                          f"p99_typeflow={t['p99']:.1f} p99_{peer}={q['p99']:.1f}")
         size *= 4
+# The machine's floor for the smallest size's tail: the same number of
+# processes time busy windows as long as typeflow's p50 (bench_floor.cpp);
+# p99/p50 of the slowest task's window is what a collective with no overhead
+# of its own would measure on this machine.
+floor = os.path.join(b, "bench_dist_floor")
+if os.path.exists(floor):
+    for n in [int(x) for x in a.np.split(",")]:
+        t = best.get(("typeflow", n, a.min))
+        if t:
+            p = subprocess.run([floor, f"{t['p50']:.1f}", str(n)], capture_output=True, text=True)
+            lines += [l for l in p.stdout.splitlines() if l.startswith("FLOOR")]
 print("\n".join(lines))
 if a.out:
     with open(a.out, "w") as f:

@@ -1,0 +1,104 @@
+// The machine's floor for small-message tail latency: N processes (as many
+// as a collective's tasks) each time a busy loop of a fixed length (the
+// window, about a small all_reduce's p50) many times, at the same time.
+// Nothing is communicated, so every slow window is the machine's (timer and
+// hypervisor interrupts, a vCPU descheduled by the host). A collective waits
+// for all its tasks, so the floor of its p99 / p50 is that of the slowest of
+// the N tasks' windows: sample i of the combined distribution is the largest
+// of the tasks' i-th windows (the tasks are not in step, so this treats their
+// stalls as independent, as they are for a collective's tasks).
+//   bench_dist_floor [window_us=8] [tasks=2] [windows=20000]
+// Prints one line:
+//   FLOOR tasks=N window_us=W p50_us=.. p99_us=.. p99_over_p50=.. slowed_pct=..
+// slowed_pct: windows of one task that took 25% longer than the median.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+using clk = std::chrono::steady_clock;
+
+double spin(long k) {
+    volatile double x = 0;
+    for (long i = 0; i < k; ++i) x = x + 1.0;
+    return x;
+}
+
+long calibrate(double window_us) {
+    long k = 1000;
+    for (;;) {
+        std::vector<double> t;
+        for (int r = 0; r < 50; ++r) {
+            auto a = clk::now();
+            spin(k);
+            t.push_back(std::chrono::duration<double, std::micro>(clk::now() - a).count());
+        }
+        std::sort(t.begin(), t.end());
+        if (t[25] >= window_us * 0.98 || k > (1L << 30)) return k;
+        k = static_cast<long>(static_cast<double>(k) * window_us / std::max(t[25], 0.01)) + 1;
+    }
+}
+} // namespace
+
+int main(int argc, char** argv) {
+    const double window_us = argc > 1 ? std::atof(argv[1]) : 8.0;
+    const int tasks = argc > 2 ? std::atoi(argv[2]) : 2;
+    const int windows = argc > 3 ? std::atoi(argv[3]) : 20000;
+    if (window_us <= 0 || tasks < 1 || windows < 100) {
+        std::fprintf(stderr, "usage: bench_dist_floor [window_us>0] [tasks>=1] [windows>=100]\n");
+        return 2;
+    }
+    const long k = calibrate(window_us);
+    // Shared results: tasks x windows microseconds.
+    const std::size_t n = static_cast<std::size_t>(tasks) * static_cast<std::size_t>(windows);
+    void* mem = mmap(nullptr, n * sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        std::perror("mmap");
+        return 1;
+    }
+    auto* us = static_cast<double*>(mem);
+    for (int t = 0; t < tasks; ++t) {
+        const pid_t pid = fork();
+        if (pid < 0) {
+            std::perror("fork");
+            return 1;
+        }
+        if (pid == 0) {
+            double* mine = us + static_cast<std::size_t>(t) * static_cast<std::size_t>(windows);
+            for (int i = 0; i < windows; ++i) {
+                auto a = clk::now();
+                spin(k);
+                mine[i] = std::chrono::duration<double, std::micro>(clk::now() - a).count();
+            }
+            _exit(0);
+        }
+    }
+    for (int t = 0; t < tasks; ++t) {
+        int st = 0;
+        if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            std::fprintf(stderr, "bench_dist_floor: a task failed\n");
+            return 1;
+        }
+    }
+    std::vector<double> slowest(static_cast<std::size_t>(windows));
+    double slowed = 0;
+    for (int t = 0; t < tasks; ++t) {
+        const double* mine = us + static_cast<std::size_t>(t) * static_cast<std::size_t>(windows);
+        std::vector<double> s(mine, mine + windows);
+        std::sort(s.begin(), s.end());
+        const double med = s[s.size() / 2];
+        slowed += static_cast<double>(std::count_if(mine, mine + windows, [&](double x) { return x > 1.25 * med; }));
+        for (int i = 0; i < windows; ++i) slowest[static_cast<std::size_t>(i)] = std::max(slowest[static_cast<std::size_t>(i)], mine[i]);
+    }
+    std::sort(slowest.begin(), slowest.end());
+    const double p50 = slowest[slowest.size() / 2], p99 = slowest[slowest.size() * 99 / 100];
+    std::printf("FLOOR tasks=%d window_us=%.1f p50_us=%.1f p99_us=%.1f p99_over_p50=%.2f slowed_pct=%.2f\n", tasks, window_us,
+                p50, p99, p99 / p50, 100.0 * slowed / (static_cast<double>(tasks) * windows));
+    return 0;
+}
