@@ -8,7 +8,8 @@ shared), and prints per size and peer:
   <workload> typeflow=<us> <peer>=<us> ratio=<peer/typeflow> busbw_typeflow=<GB/s> busbw_<peer>=<GB/s> p99_...
 
 then, per process count, the machine's tail floor at the smallest size (a
-FLOOR line from bench_dist_floor; see bench_floor.cpp).
+FLOOR line from bench_dist_floor; at 2 processes also FLOOR_TCP, a bare TCP
+exchange of that size; see bench_floor.cpp).
 
 usage: run_allreduce_bench.py BUILD_DIR [--np 2,4] [--min 4096] [--max 67108864] [--rounds 2] [--out FILE]
 """
@@ -89,8 +90,11 @@ if os.path.exists(floor):
             # figure would be the scheduler's quantum, not a floor.
             lines.append(f"FLOOR tasks={n} skipped: more tasks than the machine's {os.cpu_count()} CPUs")
         elif t:
-            p = subprocess.run([floor, f"{t['p50']:.1f}", str(n)], capture_output=True, text=True)
+            p = subprocess.run([floor, f"{t['p50']:.1f}", str(n), "20000", str(a.min if n == 2 else 0)],
+                               capture_output=True, text=True)
             lines += [l for l in p.stdout.splitlines() if l.startswith("FLOOR")]
+            if p.returncode != 0:
+                print(f"# WARNING: bench_dist_floor failed with {p.returncode}", file=sys.stderr, flush=True)
 print("\n".join(lines))
 if a.out:
     with open(a.out, "w") as f:
