@@ -97,7 +97,8 @@ public:
     request recv(int peer, const frame_header& expected, void* payload);
     /// As above, but the payload is not stored: `consume(offset, bytes, n)`
     /// is called with each piece as it is read (in order, each byte once,
-    /// while the piece is still in cache), so a reduction runs on the
+    /// while the piece is still in cache; whole elements of `expected`'s
+    /// dtype at addresses aligned for it), so a reduction runs on the
     /// arriving data without a pass over a receive buffer. `payload` names
     /// the `expected.length` bytes that `consume` writes (held back, like a
     /// receive's, while a queued send still reads them). `consume` may run

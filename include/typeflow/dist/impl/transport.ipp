@@ -943,13 +943,14 @@ struct transport_impl {
                 continue;
             }
             if (p.rx_mode == rx_mode_deliver && p.rx_req->consume) {
-                // Whole elements, from an address aligned for them (a
-                // frame of an odd length may have left the staging buffer
-                // at any offset).
+                // A consumed payload goes through the staging buffer: hand
+                // over whole elements, from an address aligned for them (a
+                // frame of an odd length may have left the buffer at any
+                // offset); with less than one element buffered, read more.
                 const std::size_t unit = std::max<std::size_t>(1, size_of(static_cast<dtype>(p.rx_h.dtype_code)));
                 std::size_t k = std::min(need, p.st_end - p.st_beg);
                 if (k < need) k -= k % unit;
-                if (k && reinterpret_cast<std::uintptr_t>(st + p.st_beg) % unit) {
+                if (!k || reinterpret_cast<std::uintptr_t>(st + p.st_beg) % unit) {
                     std::memmove(st, st + p.st_beg, p.st_end - p.st_beg);
                     p.st_end -= p.st_beg;
                     p.st_beg = 0;
@@ -960,19 +961,7 @@ struct transport_impl {
                     p.rx_got += k;
                     continue;
                 }
-            } else if (p.st_end > p.st_beg) {
-                const std::size_t k = std::min(need, p.st_end - p.st_beg);
-                std::memcpy(p.rx_dst + p.rx_got, st + p.st_beg, k);
-                p.st_beg += k;
-                p.rx_got += k;
-                continue;
-            }
-            if (p.rx_mode == rx_mode_deliver && p.rx_req->consume) { // a consumed payload: read into the staging buffer, hand over from there
-                const std::size_t left = p.st_end - p.st_beg; // less than one element
-                if (left) std::memmove(st, st + p.st_beg, left);
-                p.st_beg = 0;
-                p.st_end = left;
-                const ssize_t n = ::recv(fd, st + left, stage_bytes - left, MSG_DONTWAIT);
+                const ssize_t n = ::recv(fd, st + p.st_end, stage_bytes - p.st_end, MSG_DONTWAIT);
                 if (n > 0) {
                     p.st_end += static_cast<std::size_t>(n);
                     touch(p);
@@ -982,6 +971,13 @@ struct transport_impl {
                 if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) return rx::again;
                 return rx_lost(p, error_code(errno, boost::system::system_category()), on_io);
+            }
+            if (p.st_end > p.st_beg) {
+                const std::size_t k = std::min(need, p.st_end - p.st_beg);
+                std::memcpy(p.rx_dst + p.rx_got, st + p.st_beg, k);
+                p.st_beg += k;
+                p.rx_got += k;
+                continue;
             }
             // Staging empty: the rest of the payload straight to its place,
             // whatever follows (next headers) into the staging buffer.
