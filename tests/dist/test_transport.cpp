@@ -110,7 +110,10 @@ TEST_CASE("a payload whose receive is posted first lands in place; an early one 
 }
 
 TEST_CASE("a consumed receive gets its payload in order, in whole elements at aligned addresses") {
-    auto ts = start_all(tfd_test::local_specs(2));
+    // Read by the thread that waits (the default), or by the I/O thread
+    // (frames over caller_read_bytes), which then runs the consumer.
+    const bool io_reads = GENERATE(false, true);
+    auto ts = start_all(tfd_test::local_specs(2, io_reads ? R"({"caller_read_bytes": 1024})" : ""));
     auto e = ts[0]->epoch();
     // A 3-byte frame first, so the next payload starts at an odd offset of
     // the staging buffer; then 1.2 MB of int32 (many socket reads, whose
@@ -124,8 +127,11 @@ TEST_CASE("a consumed receive gets its payload in order, in whole elements at al
     std::vector<std::int32_t> a(n), b(n, 0);
     std::iota(a.begin(), a.end(), -5);
     std::atomic<std::size_t> next{0}, pieces{0}, bad{0};
+    std::atomic<bool> off_thread{false};
+    const auto caller = std::this_thread::get_id();
     auto consume = [&](std::size_t off, const std::byte* p, std::size_t bytes) {
         if (off != next.load() || bytes % 4 || reinterpret_cast<std::uintptr_t>(p) % alignof(std::int32_t) || !bytes) ++bad;
+        if (std::this_thread::get_id() != caller) off_thread = true;
         std::memcpy(reinterpret_cast<std::byte*>(b.data()) + off, p, bytes);
         next += bytes;
         ++pieces;
@@ -136,13 +142,14 @@ TEST_CASE("a consumed receive gets its payload in order, in whole elements at al
         ts[0]->wait(ts[0]->send(1, odd, three), soon());
         auto s = ts[0]->send(1, slice(e, 1, n, 0, n), a.data());
         // Both frames wait in the socket, which the caller reads (it posted
-        // the receives): one read takes both headers and the start of the
-        // payload, which then lies at an odd offset.
+        // the receives; by default): one read takes both headers and the
+        // start of the payload, which then lies at an odd offset.
         std::this_thread::sleep_for(20ms);
         ts[1]->wait(r3, soon());
         ts[1]->wait(r, soon());
         ts[0]->wait(s, soon());
         CHECK(pieces.load() > 1);
+        CHECK(off_thread.load() == io_reads);
     }
     SECTION("posted after the frame came (buffered, handed over whole)") {
         ts[0]->wait(ts[0]->send(1, odd, three), soon());
