@@ -67,6 +67,16 @@ foreach(_m kill stop mismatch loop)
   set_tests_properties(dist.fault.${_m} PROPERTIES TIMEOUT 200 LABELS dist)
 endforeach()
 
+# The README's distributed example: data-parallel least squares on 4 tasks.
+add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/dist/least_squares.cpp)
+target_link_libraries(dist_least_squares PRIVATE typeflow_dist)
+add_test(NAME dist.example.least_squares COMMAND typeflow-launch -n 4 --timeout 60 $<TARGET_FILE:dist_least_squares>)
+set_tests_properties(dist.example.least_squares PROPERTIES TIMEOUT 90 LABELS "dist;example")
+add_test(NAME docs.readme_in_sync.dist_least_squares
+         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/dist/least_squares.cpp
+                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
+set_tests_properties(docs.readme_in_sync.dist_least_squares PROPERTIES LABELS "dist;docs")
+
 # Bootstrap: 16 tasks rendezvous and are fully connected in under 1 s.
 add_executable(dist_bootstrap_test ${_td}/bootstrap_test.cpp)
 target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
