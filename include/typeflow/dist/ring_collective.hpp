@@ -24,7 +24,7 @@ namespace typeflow::dist {
 /// all, so every task gets the same bits. mean is sum then division by size().
 /// max/min propagate NaN.
 ///
-/// Messages of at most `direct_bytes` (default 32 KiB) take a latency path
+/// Messages of at most `direct_bytes` (default 64 KiB) take a latency path
 /// instead. When size() is a power of two, recursive doubling: log2(size())
 /// exchanges with the task whose rank differs in one bit, each reducing
 /// (lower half) op (upper half), so the result is ((x[0] op x[1]) op
@@ -76,7 +76,7 @@ private:
     std::uint64_t seq_ = 0;
     std::chrono::milliseconds timeout_;
     std::size_t segment_bytes_;
-    std::size_t direct_bytes_ = 32 * 1024;
+    std::size_t direct_bytes_ = 64 * 1024;
     void all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op);
     void all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op);
     std::vector<std::byte> scratch_;
