@@ -296,16 +296,21 @@ gen_chain_repeat() {  # gen_chain_repeat <depth> <file>
     } >"$2"
 }
 
+# report_chain KIND LABEL DEPTH: the result line of chain_KIND_DEPTH and, on
+# stderr, its cost beyond the empty program; fails if it did not compile.
+report_chain() {
+    local k="chain_$1_$3"
+    echo "compile_chain_$1${chain_mode} depth=$3 seconds=$(fmt "${CPU[$k]}" 2) peak_mb=$(fmt "${PEAK[$k]}" 0)"
+    [[ "${CPU[$k]}" =~ ^[0-9.]+$ ]] || return 1
+    awk -v l="$2" -v d="$3" -v t="${CPU[$k]}" -v m="${PEAK[$k]}" -v t0="${CPU[chain_empty]}" -v m0="${PEAK[chain_empty]}" \
+        'BEGIN { printf "#   %s depth %d: +%.2f s, +%d MB beyond the empty program\n", l, d, t - t0, m - m0 }' >&2
+}
+
 if [[ -z "${SKIP_EXPR:-}" ]]; then
     EXPR_DEPTHS="${EXPR_DEPTHS:-$DEPTHS}"
     # shellcheck disable=SC2086
     measure_generated chain_expr gen_chain $EXPR_DEPTHS
-    for d in $EXPR_DEPTHS; do
-        echo "compile_chain_expr${chain_mode} depth=$d seconds=$(fmt "${CPU[chain_expr_$d]}" 2) peak_mb=$(fmt "${PEAK[chain_expr_$d]}" 0)"
-        [[ "${CPU[chain_expr_$d]}" =~ ^[0-9.]+$ ]] || continue
-        awk -v d="$d" -v t="${CPU[chain_expr_$d]}" -v m="${PEAK[chain_expr_$d]}" -v t0="${CPU[chain_empty]}" \
-            -v m0="${PEAK[chain_empty]}" 'BEGIN { printf "#   expr depth %d: +%.2f s, +%d MB beyond the empty program\n", d, t - t0, m - m0 }' >&2
-    done
+    for d in $EXPR_DEPTHS; do report_chain expr expr "$d" || true; done
     elast="${EXPR_DEPTHS##* }"
     if [[ -x "$work/chain_expr_$elast.bin" ]]; then
         echo "#   running the tf::expr depth-$elast program:" >&2
@@ -319,10 +324,7 @@ if [[ -z "${SKIP_REPEAT:-}" ]]; then
     # shellcheck disable=SC2086
     measure_generated chain_repeat gen_chain_repeat $REPEAT_DEPTHS
     for d in $REPEAT_DEPTHS; do
-        echo "compile_chain_repeat${chain_mode} depth=$d seconds=$(fmt "${CPU[chain_repeat_$d]}" 2) peak_mb=$(fmt "${PEAK[chain_repeat_$d]}" 0)"
-        [[ "${CPU[chain_repeat_$d]}" =~ ^[0-9.]+$ ]] || continue
-        awk -v d="$d" -v t="${CPU[chain_repeat_$d]}" -v m="${PEAK[chain_repeat_$d]}" -v t0="${CPU[chain_empty]}" \
-            -v m0="${PEAK[chain_empty]}" 'BEGIN { printf "#   repeat depth %d: +%.2f s, +%d MB beyond the empty program\n", d, t - t0, m - m0 }' >&2
+        report_chain repeat repeat "$d" || continue
         if [[ -x "$work/chain_repeat_$d.bin" ]]; then "$work/chain_repeat_$d.bin" >&2 || status=1; else status=1; fi
     done
 fi

@@ -56,31 +56,22 @@ long calibrate(double window_us) {
         k = static_cast<long>(static_cast<double>(k) * window_us / std::max(t[25], 0.01)) + 1;
     }
 }
-void send_all(int fd, const char* p, std::size_t n) {
+/// Moves n bytes with io(fd, p, n, flags) (send or recv, non-blocking),
+/// busy-polling until all are through.
+template <class P, class Io> void all_of(Io io, int fd, P* p, std::size_t n, int flags) {
     while (n) {
-        const ssize_t k = ::send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        const ssize_t k = io(fd, p, n, flags | MSG_DONTWAIT);
         if (k > 0) {
             p += k;
             n -= static_cast<std::size_t>(k);
         } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-            std::perror("send");
+            std::perror("loopback exchange");
             std::exit(1);
         }
     }
 }
-
-void recv_all(int fd, char* p, std::size_t n) {
-    while (n) {
-        const ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
-        if (k > 0) {
-            p += k;
-            n -= static_cast<std::size_t>(k);
-        } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-            std::perror("recv");
-            std::exit(1);
-        }
-    }
-}
+void send_all(int fd, const char* p, std::size_t n) { all_of(::send, fd, p, n, MSG_NOSIGNAL); }
+void recv_all(int fd, char* p, std::size_t n) { all_of(::recv, fd, p, n, 0); }
 
 /// The 2-task exchange over loopback TCP (see the top of the file).
 int tcp_floor(std::size_t bytes) {

@@ -333,6 +333,21 @@ TEST_CASE("a mismatched frame fails both sides with both headers named") {
     CHECK_THROWS_WITH(ts[0]->send(1, slice(e, 5, 1, 0, 1), a.data()), Contains("mismatched"));
 }
 
+TEST_CASE("a consumed receive facing a mismatched frame fails with both headers and consumes nothing") {
+    auto ts = start_all(tfd_test::local_specs(2));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(10, 5), b(10, -1);
+    int calls = 0;
+    auto r = ts[1]->recv(0, slice(e, 3, 10, 0, 10), b.data(),
+                         [&](std::size_t, const std::byte*, std::size_t) { ++calls; });
+    ts[0]->send(1, slice(e, 3, 11, 0, 10), a.data());
+    CHECK_THROWS_WITH(ts[1]->wait(r, soon()), Contains("mismatched collective with worker:0") &&
+                                                  Contains("expects data broadcast seq 3 int32[10]") &&
+                                                  Contains("peer sent data broadcast seq 3 int32[11]"));
+    CHECK(calls == 0);
+    CHECK(b == std::vector<int>(10, -1));
+}
+
 TEST_CASE("a receive that passes its deadline fails the transport and tells the peer") {
     tfd_test::log_capture logs;
     auto ts = start_all(tfd_test::local_specs(2));
