@@ -1,4 +1,4 @@
-# typeflow distributed runtime (include/typeflow/dist): targets, tests, benchmarks.
+# typeflow distributed runtime (include/typeflow/distributed): targets, tests, benchmarks.
 # Included from the top-level CMakeLists.txt, which defines the INTERFACE
 # target `typeflow` (include dir include/, cxx_std_20) and calls enable_testing().
 #
@@ -26,7 +26,7 @@ option(TYPEFLOW_DIST_TESTS "Build the distributed runtime's tests" ON)
 if(TYPEFLOW_DIST_TESTS)
 find_package(Catch2 2 REQUIRED)
 
-set(_td ${TYPEFLOW_DIST_DIR}/tests/dist)
+set(_td ${TYPEFLOW_DIST_DIR}/tests/distributed)
 
 add_library(typeflow_dist_catch_main OBJECT ${_td}/catch_main.cpp)
 target_link_libraries(typeflow_dist_catch_main PUBLIC Catch2::Catch2)
@@ -68,12 +68,12 @@ foreach(_m kill stop mismatch loop)
 endforeach()
 
 # The README's distributed example: data-parallel least squares on 4 tasks.
-add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/dist/least_squares.cpp)
+add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp)
 target_link_libraries(dist_least_squares PRIVATE typeflow_dist)
 add_test(NAME dist.example.least_squares COMMAND typeflow-launch -n 4 --timeout 60 $<TARGET_FILE:dist_least_squares>)
 set_tests_properties(dist.example.least_squares PROPERTIES TIMEOUT 90 LABELS "dist;example")
 add_test(NAME docs.readme_in_sync.dist_least_squares
-         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/dist/least_squares.cpp
+         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp
                  -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
 set_tests_properties(docs.readme_in_sync.dist_least_squares PROPERTIES LABELS "dist;docs")
 
@@ -90,7 +90,7 @@ set(TYPEFLOW_DIST_FUZZ_SECONDS 20 CACHE STRING "Seconds the dist.fuzz.frame test
 if(TYPEFLOW_CLANGXX)
   set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_frame)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz)
-  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*)
+  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*)
   add_custom_command(OUTPUT ${_fz}
     COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
             -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp -lcrypto -o ${_fz}
@@ -106,7 +106,7 @@ endif()
 
 # Every public header compiles on its own (and twice: include guards).
 file(GLOB _dist_public RELATIVE ${TYPEFLOW_DIST_DIR}/include
-     ${TYPEFLOW_DIST_DIR}/include/typeflow/dist/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
+     ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
 set(_hc_sources)
 foreach(_h ${_dist_public})
   string(MAKE_C_IDENTIFIER ${_h} _id)
@@ -121,8 +121,8 @@ endif()
 # ---- benchmarks ----------------------------------------------------------------
 option(TYPEFLOW_DIST_BENCHMARKS "Build the distributed runtime's benchmarks" ON)
 if(TYPEFLOW_DIST_BENCHMARKS)
-# Run them with benchmarks/dist/run_allreduce_bench.sh BUILD_DIR.
-set(_bd ${TYPEFLOW_DIST_DIR}/benchmarks/dist)
+# Run them with benchmarks/distributed/run_allreduce_bench.py BUILD_DIR.
+set(_bd ${TYPEFLOW_DIST_DIR}/benchmarks/distributed)
 foreach(_b typeflow tcp_ring)
   add_executable(bench_dist_${_b} ${_bd}/bench_${_b}.cpp)
   target_link_libraries(bench_dist_${_b} PRIVATE typeflow_dist)

@@ -13,7 +13,7 @@ PACKAGES=(
   libopenblas-dev   # optional BLAS backend (TYPEFLOW_USE_BLAS=ON)
   graphviz          # `dot`, renders the graph exports
   time              # /usr/bin/time, compile-time / memory measurements
-  # the distributed runtime (include/typeflow/dist)
+  # the distributed runtime (include/typeflow/distributed)
   libboost1.81-dev  # Asio (conflicts with the 1.74 -dev packages)
   libssl-dev        # HMAC-SHA256 (libcrypto) for the handshake
   libcereal-dev     # control messages

@@ -1,12 +1,12 @@
 #pragma once
 // typeflow distributed runtime (opt-in; needs Boost.Asio, OpenSSL libcrypto, Cereal, RapidJSON).
-#include <typeflow/dist/cluster_spec.hpp>
-#include <typeflow/dist/collective.hpp>
-#include <typeflow/dist/dtype.hpp>
-#include <typeflow/dist/error.hpp>
-#include <typeflow/dist/frame.hpp>
-#include <typeflow/dist/handshake.hpp>
-#include <typeflow/dist/log.hpp>
-#include <typeflow/dist/options.hpp>
-#include <typeflow/dist/ring_collective.hpp>
-#include <typeflow/dist/transport.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/distributed/collective.hpp>
+#include <typeflow/distributed/dtype.hpp>
+#include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/frame.hpp>
+#include <typeflow/distributed/handshake.hpp>
+#include <typeflow/distributed/log.hpp>
+#include <typeflow/distributed/options.hpp>
+#include <typeflow/distributed/ring_collective.hpp>
+#include <typeflow/distributed/transport.hpp>

@@ -3,8 +3,8 @@
 // Properties: no crash or sanitizer report; a header that parses re-encodes
 // to the same 48 bytes; accepted payload lengths respect the limits; a
 // forged handshake never authenticates.
-#include <typeflow/dist/frame.hpp>
-#include <typeflow/dist/handshake.hpp>
+#include <typeflow/distributed/frame.hpp>
+#include <typeflow/distributed/handshake.hpp>
 
 #include <cstdint>
 #include <cstring>

@@ -1,5 +1,5 @@
 #pragma once
-#include <typeflow/dist/error.hpp>
+#include <typeflow/distributed/error.hpp>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

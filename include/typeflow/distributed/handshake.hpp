@@ -7,7 +7,7 @@
 //   client -> server  response  (payload: HMAC(k, "typeflow-1 client" | ns | nc | rank))
 //   server -> client  accept    (or abort with a reason)
 
-#include <typeflow/dist/frame.hpp>
+#include <typeflow/distributed/frame.hpp>
 
 #include <array>
 #include <cstddef>
@@ -46,4 +46,4 @@ check check_response(const frame_header& h, const std::byte* payload, std::strin
 
 } // namespace typeflow::dist::handshake
 
-#include <typeflow/dist/impl/handshake.ipp>
+#include <typeflow/distributed/impl/handshake.ipp>

@@ -1,7 +1,7 @@
 // Gloo AllreduceRing (float32 sum) over Gloo's TCP transport with FileStore
 // rendezvous, run under typeflow-launch (rank and size from TYPEFLOW_CONFIG).
 //   bench_gloo STORE_DIR [min_bytes max_bytes iters]
-#include <typeflow/dist/cluster_spec.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
 
 #include <gloo/allreduce_ring.h>
 #include <gloo/barrier_all_to_all.h>

@@ -2,7 +2,7 @@
 //   launch_probe hello            print task, rank, size; check the inherited socket
 //   launch_probe fail TASK CODE   TASK exits with CODE, the others sleep
 //   launch_probe sleep            sleep until signalled; report SIGTERM
-#include <typeflow/dist/cluster_spec.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
 
 #include <arpa/inet.h>
 #include <csignal>

@@ -3,7 +3,7 @@
 // Implementations: ring_collective (CPU buffers over the TCP transport);
 // an NCCL implementation for GPU buffers slots in beside it.
 
-#include <typeflow/dist/dtype.hpp>
+#include <typeflow/distributed/dtype.hpp>
 
 #include <chrono>
 #include <cstddef>

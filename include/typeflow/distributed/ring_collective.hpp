@@ -2,8 +2,8 @@
 // typeflow::dist::ring_collective — collectives on CPU buffers over the TCP
 // transport: pipelined ring algorithms with a fixed reduction order.
 
-#include <typeflow/dist/collective.hpp>
-#include <typeflow/dist/transport.hpp>
+#include <typeflow/distributed/collective.hpp>
+#include <typeflow/distributed/transport.hpp>
 
 #include <memory>
 #include <vector>
@@ -84,4 +84,4 @@ private:
 
 } // namespace typeflow::dist
 
-#include <typeflow/dist/impl/ring_collective.ipp>
+#include <typeflow/distributed/impl/ring_collective.ipp>

@@ -13,7 +13,7 @@
 // reads the peer's socket itself while it waits (`pump` under the per-peer
 // read lock `rmu`; see "reading" below). Completion is a flag in the request.
 
-#include <typeflow/dist/handshake.hpp>
+#include <typeflow/distributed/handshake.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>

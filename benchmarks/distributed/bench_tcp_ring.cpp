@@ -3,7 +3,7 @@
 // reading as much from its predecessor; no framing, no reduction.
 // Runs under typeflow-launch (uses TYPEFLOW_CONFIG and TYPEFLOW_LISTEN_FD).
 //   bench_tcp_ring [min_bytes max_bytes iters]
-#include <typeflow/dist/cluster_spec.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,5 +1,5 @@
 // Cluster spec parsing: ranks, roles, and one clear error per malformed input.
-#include <typeflow/dist/cluster_spec.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // typeflow::dist::cluster_spec — who is in the cluster and which task this
 // process is, read from TF_CONFIG-style JSON.
 
-#include <typeflow/dist/error.hpp>
-#include <typeflow/dist/options.hpp>
+#include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/options.hpp>
 
 #include <string>
 #include <string_view>
@@ -73,4 +73,4 @@ std::pair<std::string, unsigned short> split_address(std::string_view address, s
 
 } // namespace typeflow::dist
 
-#include <typeflow/dist/impl/cluster_spec.ipp>
+#include <typeflow/distributed/impl/cluster_spec.ipp>

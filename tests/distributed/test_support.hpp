@@ -1,8 +1,8 @@
 #pragma once
 // Helpers for the distributed runtime's tests: free loopback ports, in-process
 // clusters, a capturing log sink.
-#include <typeflow/dist/cluster_spec.hpp>
-#include <typeflow/dist/log.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/distributed/log.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // Transport: bootstrap, data exchange, refusal of bad input, mismatches,
 // deadlines, clean shutdown. In-process: each task runs on its own thread.
-#include <typeflow/dist/ring_collective.hpp>
-#include <typeflow/dist/transport.hpp>
+#include <typeflow/distributed/ring_collective.hpp>
+#include <typeflow/distributed/transport.hpp>
 
 #include "test_support.hpp"
 

@@ -1,6 +1,6 @@
 // Frame header encoding/validation and the handshake's pure steps.
-#include <typeflow/dist/frame.hpp>
-#include <typeflow/dist/handshake.hpp>
+#include <typeflow/distributed/frame.hpp>
+#include <typeflow/distributed/handshake.hpp>
 
 #include <catch2/catch.hpp>
 

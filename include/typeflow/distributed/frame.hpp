@@ -2,7 +2,7 @@
 // The wire frame: a fixed 48-byte little-endian header, then `length` bytes
 // of payload. See docs/dist.md for the layout.
 
-#include <typeflow/dist/dtype.hpp>
+#include <typeflow/distributed/dtype.hpp>
 
 #include <array>
 #include <cstddef>
@@ -92,4 +92,4 @@ std::string describe(const frame_header& h);
 
 } // namespace typeflow::dist
 
-#include <typeflow/dist/impl/frame.ipp>
+#include <typeflow/distributed/impl/frame.ipp>

@@ -21,4 +21,4 @@ void log(log_level level, std::string_view message);
 
 } // namespace typeflow::dist
 
-#include <typeflow/dist/impl/log.ipp>
+#include <typeflow/distributed/impl/log.ipp>

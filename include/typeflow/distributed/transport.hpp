@@ -3,11 +3,11 @@
 // other task of a cluster (full mesh, bootstrapped through the chief), with
 // heartbeats and deadlines. Collectives are built on its send/recv.
 
-#include <typeflow/dist/cluster_spec.hpp>
-#include <typeflow/dist/error.hpp>
-#include <typeflow/dist/frame.hpp>
-#include <typeflow/dist/log.hpp>
-#include <typeflow/dist/options.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/frame.hpp>
+#include <typeflow/distributed/log.hpp>
+#include <typeflow/distributed/options.hpp>
 
 #include <chrono>
 #include <functional>
@@ -126,4 +126,4 @@ private:
 
 } // namespace typeflow::dist
 
-#include <typeflow/dist/impl/transport.ipp>
+#include <typeflow/distributed/impl/transport.ipp>
