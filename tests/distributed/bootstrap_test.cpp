@@ -31,7 +31,7 @@ int main() {
             tfd::frame_header f;
             f.type = tfd::frame_type::data;
             f.op = tfd::op_code::send;
-            f.dtype_code = static_cast<std::uint8_t>(tfd::dtype::int32);
+            f.dtype_code = tfd::wire_code(tfd::dtype::int32);
             f.epoch = t.epoch();
             f.seq = 1;
             f.count = count;

@@ -14,7 +14,7 @@ frame_header data_header() {
     frame_header h;
     h.type = frame_type::data;
     h.op = op_code::all_reduce;
-    h.dtype_code = static_cast<std::uint8_t>(dtype::float32);
+    h.dtype_code = wire_code(dtype::float32);
     h.reduce_code = static_cast<std::uint8_t>(reduce_op::sum);
     h.epoch = 0xdeadbeef;
     h.seq = 0x0102030405060708ull;
@@ -55,6 +55,8 @@ TEST_CASE("bad headers are refused with a reason") {
     CHECK_THAT(refusal(mut(10, 1)), Contains("reserved"));
     CHECK_THAT(refusal(mut(7, 0)), Contains("unknown op 0"));
     CHECK_THAT(refusal(mut(7, 7)), Contains("unknown op 7"));
+    CHECK_THAT(refusal(mut(8, 0)), Contains("unknown dtype 0"));
+    CHECK_THAT(refusal(mut(8, 6)), Contains("unknown dtype 6"));
     CHECK_THAT(refusal(mut(8, 9)), Contains("unknown dtype 9"));
     CHECK_THAT(refusal(mut(9, 5)), Contains("unknown reduction 5"));
     CHECK_THAT(refusal(mut(9, 0)), Contains("without a reduction"));
@@ -85,6 +87,26 @@ TEST_CASE("bad headers are refused with a reason") {
     ctl.type = frame_type::control;
     ctl.op = op_code::all_reduce;
     CHECK_THAT(refusal(encode_header(ctl)), Contains("control frame with data fields set"));
+}
+
+TEST_CASE("dtypes keep their wire codes") {
+    // Part of the wire format: codes 1-4 as ever; 5 (uint8 before the runtime
+    // took the library's dtype) is bool, the same one-byte element.
+    CHECK(wire_code(dtype::float32) == 1);
+    CHECK(wire_code(dtype::float64) == 2);
+    CHECK(wire_code(dtype::int32) == 3);
+    CHECK(wire_code(dtype::int64) == 4);
+    CHECK(wire_code(dtype::boolean) == 5);
+    for (dtype t : typeflow::all_dtypes) CHECK(dtype_of_wire(wire_code(t)) == t);
+    CHECK_FALSE(dtype_of_wire(0));
+    CHECK_FALSE(dtype_of_wire(6));
+    auto b = data_header();
+    b.dtype_code = wire_code(dtype::boolean);
+    b.reduce_code = static_cast<std::uint8_t>(reduce_op::max);
+    b.length = 3;
+    auto r = parse_header(encode_header(b).data(), 1 << 20);
+    REQUIRE(r.ok);
+    CHECK(describe(r.header) == "data all_reduce(max) seq 72623859790382856 bool[1000] slice 996+3 epoch 3735928559");
 }
 
 TEST_CASE("describe names op, reduction, dtype and slice") {

@@ -10,6 +10,9 @@ namespace typeflow {
 /// Run-time tag of an element type.
 enum class dtype : std::uint8_t { float32, float64, int32, int64, boolean };
 
+/// Every dtype, in enumerator order.
+inline constexpr dtype all_dtypes[] = {dtype::float32, dtype::float64, dtype::int32, dtype::int64, dtype::boolean};
+
 /// The element types typeflow supports: float, double, int32, int64, bool.
 template <class T>
 concept value_type_c = std::same_as<T, float> || std::same_as<T, double> ||

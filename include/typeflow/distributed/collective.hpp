@@ -3,7 +3,7 @@
 // Implementations: ring_collective (CPU buffers over the TCP transport);
 // an NCCL implementation for GPU buffers slots in beside it.
 
-#include <typeflow/distributed/dtype.hpp>
+#include <typeflow/distributed/reduce_op.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -16,6 +16,8 @@ namespace typeflow::dist {
 /// reductions and roots; a mismatch fails every task with an `error`.
 /// Results are bitwise identical on every task and from run to run.
 /// Buffers are raw (pointer, element count, dtype); `in == out` is in place.
+/// The dtype is the library's (typeflow::dtype, a tensor's dtype()); bool
+/// buffers reduce with max (any) and min (all) only.
 class collective {
 public:
     virtual ~collective() = default;

@@ -2,11 +2,12 @@
 // The wire frame: a fixed 48-byte little-endian header, then `length` bytes
 // of payload. See docs/dist.md for the layout.
 
-#include <typeflow/distributed/dtype.hpp>
+#include <typeflow/distributed/reduce_op.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,30 @@ inline constexpr std::size_t frame_header_size = 48;
 inline constexpr std::size_t max_abort_bytes = 4096;
 /// Largest payload of a control frame (Cereal-serialised message).
 inline constexpr std::size_t max_control_bytes = 64 * 1024;
+
+/// Wire code of a dtype (a data frame's dtype byte): float32 1, float64 2,
+/// int32 3, int64 4, bool 5; 0 for a value that names no dtype. (Code 5 was
+/// uint8, a 1-byte element like bool, before the runtime took the library's
+/// dtype; see docs/dist.md.)
+constexpr std::uint8_t wire_code(dtype t) noexcept {
+    switch (t) {
+    case dtype::float32: return 1;
+    case dtype::float64: return 2;
+    case dtype::int32: return 3;
+    case dtype::int64: return 4;
+    case dtype::boolean: return 5;
+    }
+    return 0;
+}
+
+/// The dtype of a wire code; nullopt for an unknown code.
+constexpr std::optional<dtype> dtype_of_wire(std::uint8_t code) noexcept {
+    for (dtype t : all_dtypes)
+        if (code != 0 && wire_code(t) == code) return t;
+    return std::nullopt;
+}
+
+static_assert(sizeof(bool) == 1, "typeflow::dist sends bool elements as one byte each");
 
 /// What a frame carries. Values are wire codes.
 enum class frame_type : std::uint8_t {
@@ -56,7 +81,7 @@ std::string_view name_of(frame_type t) noexcept;
 struct frame_header {
     frame_type type = frame_type::heartbeat;
     op_code op = op_code::none;
-    std::uint8_t dtype_code = 0;  ///< a dtype for data frames, else 0
+    std::uint8_t dtype_code = 0;  ///< wire_code() of a dtype for data frames, else 0
     std::uint8_t reduce_code = 0; ///< a reduce_op for reducing data frames, else 0
     std::uint32_t epoch = 0;      ///< communicator generation
     std::uint64_t seq = 0;        ///< collective sequence number (data frames); claimed rank (hello)

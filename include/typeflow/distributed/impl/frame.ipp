@@ -115,7 +115,8 @@ inline header_result parse_header(const std::byte* p, std::size_t max_payload) {
     }
     if (h.op == op_code::none || static_cast<std::uint8_t>(h.op) > 6)
         return refuse("data frame with unknown op " + std::to_string(static_cast<unsigned>(h.op)));
-    if (!is_dtype_code(h.dtype_code)) return refuse("data frame with unknown dtype " + std::to_string(h.dtype_code));
+    const auto dt = dtype_of_wire(h.dtype_code);
+    if (!dt) return refuse("data frame with unknown dtype " + std::to_string(h.dtype_code));
     if (h.reduce_code > 4) return refuse("data frame with unknown reduction " + std::to_string(h.reduce_code));
     const bool reducing = h.op == op_code::all_reduce || h.op == op_code::reduce_scatter;
     if (reducing != (h.reduce_code != 0))
@@ -123,7 +124,7 @@ inline header_result parse_header(const std::byte* p, std::size_t max_payload) {
     if (h.length > max_payload)
         return refuse("payload length " + std::to_string(h.length) + " exceeds the limit of " +
                       std::to_string(max_payload) + " bytes");
-    const auto es = size_of(static_cast<dtype>(h.dtype_code));
+    const auto es = dtype_size(*dt);
     if (h.length % es != 0)
         return refuse("payload length " + std::to_string(h.length) + " is not a multiple of the element size " +
                       std::to_string(es));
@@ -145,9 +146,10 @@ inline std::string describe(const frame_header& h) {
         s += name_of(static_cast<reduce_op>(h.reduce_code));
         s += ")";
     }
-    s += " seq " + std::to_string(h.seq) + " " + std::string(name_of(static_cast<dtype>(h.dtype_code))) + "[" +
+    const auto dt = dtype_of_wire(h.dtype_code);
+    s += " seq " + std::to_string(h.seq) + " " + std::string(dt ? dtype_name(*dt) : "?") + "[" +
          std::to_string(h.count) + "] slice " + std::to_string(h.offset) + "+" +
-         std::to_string(h.length / std::max<std::size_t>(1, size_of(static_cast<dtype>(h.dtype_code))));
+         std::to_string(h.length / (dt ? dtype_size(*dt) : 1));
     if (h.epoch) s += " epoch " + std::to_string(h.epoch);
     return s;
 }

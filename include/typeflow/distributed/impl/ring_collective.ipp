@@ -37,6 +37,22 @@ inline void add_vec(T* dst, const T* acc, const T* local, std::size_t n, T d) {
 }
 #endif
 
+/// dst = max (`max`) or min of acc and local, element-wise; NaN wins. For
+/// bool: any, all.
+template <class T> inline void reduce_extreme(bool max, T* dst, const T* acc, const T* local, std::size_t n) {
+    if (max) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const T a = acc[i], b = local[i];
+            dst[i] = (a > b || a != a) ? a : b; // NaN wins
+        }
+    } else {
+        for (std::size_t i = 0; i < n; ++i) {
+            const T a = acc[i], b = local[i];
+            dst[i] = (a < b || a != a) ? a : b;
+        }
+    }
+}
+
 template <class T>
 inline void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std::size_t n, bool mean_final, int ranks) {
     switch (op) {
@@ -55,17 +71,7 @@ inline void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std
         }
         return;
     case reduce_op::max:
-        for (std::size_t i = 0; i < n; ++i) {
-            const T a = acc[i], b = local[i];
-            dst[i] = (a > b || a != a) ? a : b; // NaN wins
-        }
-        return;
-    case reduce_op::min:
-        for (std::size_t i = 0; i < n; ++i) {
-            const T a = acc[i], b = local[i];
-            dst[i] = (a < b || a != a) ? a : b;
-        }
-        return;
+    case reduce_op::min: return reduce_extreme(op == reduce_op::max, dst, acc, local, n);
     }
 }
 
@@ -82,8 +88,8 @@ inline void reduce(dtype t, reduce_op op, void* dst, const void* acc, const void
         return reduce_typed(op, static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(acc), static_cast<const std::int32_t*>(local), n, mean_final, ranks);
     case dtype::int64:
         return reduce_typed(op, static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(acc), static_cast<const std::int64_t*>(local), n, mean_final, ranks);
-    case dtype::uint8:
-        return reduce_typed(op, static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(acc), static_cast<const std::uint8_t*>(local), n, mean_final, ranks);
+    case dtype::boolean: // max and min only (check_op refuses sum and mean)
+        return reduce_extreme(op == reduce_op::max, static_cast<bool*>(dst), static_cast<const bool*>(acc), static_cast<const bool*>(local), n);
     }
 }
 
@@ -120,24 +126,26 @@ inline frame_header ring_collective::header(op_code code, dtype t, std::uint8_t 
     frame_header h;
     h.type = frame_type::data;
     h.op = code;
-    h.dtype_code = static_cast<std::uint8_t>(t);
+    h.dtype_code = wire_code(t);
     h.reduce_code = red;
     h.epoch = t_->epoch();
     h.seq = seq_;
     h.count = total;
     h.offset = off;
-    h.length = n * size_of(t);
+    h.length = n * dtype_size(t);
     return h;
 }
 
 namespace detail {
 inline void check_args(const char* what, const void* a, const void* b, std::size_t count, dtype t) {
-    if (size_of(t) == 0) throw error(std::string(what) + ": unknown dtype " + std::to_string(static_cast<int>(t)));
+    if (wire_code(t) == 0) throw error(std::string(what) + ": unknown dtype " + std::to_string(static_cast<int>(t)));
     if (count && (!a || !b)) throw error(std::string(what) + ": null buffer");
 }
-inline void check_op(const char* what, reduce_op op) {
+inline void check_op(const char* what, reduce_op op, dtype t) {
     if (op != reduce_op::sum && op != reduce_op::mean && op != reduce_op::max && op != reduce_op::min)
         throw error(std::string(what) + ": unknown reduction " + std::to_string(static_cast<int>(op)));
+    if (t == dtype::boolean && (op == reduce_op::sum || op == reduce_op::mean))
+        throw error(std::string(what) + ": " + std::string(name_of(op)) + " of bool is not defined; use max (any) or min (all)");
 }
 /// Splits [b, e) into pieces of at most `seg` elements; an empty range gives one empty piece.
 template <class F> inline void for_segments(std::size_t b, std::size_t e, std::size_t seg, F&& f) {
@@ -150,7 +158,7 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
                                                   reduce_op op, op_code code, bool gather_after,
                                                   range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
     const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
-    const std::size_t es = size_of(t);
+    const std::size_t es = dtype_size(t);
     const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
     const auto red = static_cast<std::uint8_t>(op);
     const auto dl = deadline();
@@ -273,7 +281,7 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
 inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
                                              range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
     const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
-    const std::size_t es = size_of(t);
+    const std::size_t es = dtype_size(t);
     const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
     const auto dl = deadline();
     auto mod = [N](long x) { return static_cast<int>(((x % N) + N) % N); };
@@ -302,13 +310,13 @@ inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, 
 
 inline void ring_collective::all_reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     detail::check_args("all_reduce", in, out, count, t);
-    detail::check_op("all_reduce", op);
+    detail::check_op("all_reduce", op, t);
     ++seq_;
     if (size() == 1) {
-        if (in != out && count) std::memmove(out, in, count * size_of(t));
+        if (in != out && count) std::memmove(out, in, count * dtype_size(t));
         return;
     }
-    if (count * size_of(t) <= direct_bytes_ && count * size_of(t) <= segment_bytes_)
+    if (count * dtype_size(t) <= direct_bytes_ && count * dtype_size(t) <= segment_bytes_)
         return all_reduce_direct(in, out, count, t, op);
     reduce_scatter_ring(static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count, t, op, op_code::all_reduce, true,
                         [](std::size_t total, int c, int n, std::size_t) {
@@ -320,7 +328,7 @@ inline void ring_collective::all_reduce(const void* in, void* out, std::size_t c
 
 inline void ring_collective::all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     const int N = size(), r = rank();
-    const std::size_t bytes = count * size_of(t);
+    const std::size_t bytes = count * dtype_size(t);
     const auto dl = deadline();
     const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
     int steps = 0;
@@ -347,7 +355,7 @@ inline void ring_collective::all_reduce_doubling(const void* in, void* out, std:
 inline void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     const int N = size(), r = rank();
     if ((N & (N - 1)) == 0) return all_reduce_doubling(in, out, count, t, op);
-    const std::size_t bytes = count * size_of(t);
+    const std::size_t bytes = count * dtype_size(t);
     const auto dl = deadline();
     const auto h = header(op_code::all_reduce, t, static_cast<std::uint8_t>(op), count, 0, count);
     if (scratch_.size() < bytes * static_cast<std::size_t>(N)) scratch_.resize(bytes * static_cast<std::size_t>(N));
@@ -367,11 +375,11 @@ inline void ring_collective::all_reduce_direct(const void* in, void* out, std::s
 
 inline void ring_collective::reduce_scatter(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     detail::check_args("reduce_scatter", in, out, count, t);
-    detail::check_op("reduce_scatter", op);
+    detail::check_op("reduce_scatter", op, t);
     ++seq_;
     const auto N = static_cast<std::size_t>(size());
     if (N == 1) {
-        if (in != out && count) std::memmove(out, in, count * size_of(t));
+        if (in != out && count) std::memmove(out, in, count * dtype_size(t));
         return;
     }
     reduce_scatter_ring(static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count * N, t, op,
@@ -386,7 +394,7 @@ inline void ring_collective::all_gather(const void* in, void* out, std::size_t c
     detail::check_args("all_gather", in, out, count, t);
     ++seq_;
     const auto N = static_cast<std::size_t>(size());
-    const std::size_t es = size_of(t);
+    const std::size_t es = dtype_size(t);
     auto* own = static_cast<std::byte*>(out) + static_cast<std::size_t>(rank()) * count * es;
     if (in != own && count) std::memmove(own, in, count * es);
     if (N == 1) return;
@@ -404,7 +412,7 @@ inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, in
     ++seq_;
     const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
     if (N == 1) return;
-    const std::size_t es = size_of(t);
+    const std::size_t es = dtype_size(t);
     const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
     const auto dl = deadline();
     auto* p = static_cast<std::byte*>(buf);
@@ -433,7 +441,7 @@ inline void ring_collective::barrier() {
     if (N == 1) return;
     // One empty frame to and from every task: returns once all have entered.
     const auto dl = deadline();
-    const auto h = header(op_code::barrier, dtype::uint8, 0, 0, 0, 0);
+    const auto h = header(op_code::barrier, dtype::boolean, 0, 0, 0, 0); // dtype code 5, as always
     std::vector<request> recvs, sends;
     for (int p = 0; p < N; ++p)
         if (p != r) recvs.push_back(t_->recv(p, h, nullptr));

@@ -947,7 +947,8 @@ struct transport_impl {
                 // over whole elements, from an address aligned for them (a
                 // frame of an odd length may have left the buffer at any
                 // offset); with less than one element buffered, read more.
-                const std::size_t unit = std::max<std::size_t>(1, size_of(static_cast<dtype>(p.rx_h.dtype_code)));
+                const auto dt = dtype_of_wire(p.rx_h.dtype_code); // parse_header checked it
+                const std::size_t unit = dt ? dtype_size(*dt) : 1;
                 std::size_t k = std::min(need, p.st_end - p.st_beg);
                 if (k < need) k -= k % unit;
                 if (!k || reinterpret_cast<std::uintptr_t>(st + p.st_beg) % unit) {
