@@ -35,9 +35,9 @@ struct gradient<op::counted<K>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N&, const G& g) { return g; }
 };
-namespace backend::eigen {
-template <int K>
-struct kernel<op::counted<K>> {
+template <class D, int K>  // on every host-memory device
+    requires host_memory_v<D>
+struct kernel<D, op::counted<K>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const auto& c = n.template child<0>();
@@ -46,7 +46,6 @@ struct kernel<op::counted<K>> {
         ++g_count[K];
     }
 };
-}  // namespace backend::eigen
 }  // namespace typeflow
 
 namespace {

@@ -12,9 +12,10 @@
 
 #include <typeflow/typeflow.hpp>
 
-#include <typeflow/backend/eigen/impl/fused.ipp>
 #include <typeflow/backend/eigen/impl/kernels.ipp>
 #include <typeflow/core/impl/shape.ipp>
+#include <typeflow/kernel/impl/region.ipp>
 #include <typeflow/runtime/impl/checks.ipp>
 #include <typeflow/runtime/impl/memory_plan.ipp>
 #include <typeflow/runtime/impl/plan_core.ipp>
+#include <typeflow/runtime/impl/thread_pool.ipp>

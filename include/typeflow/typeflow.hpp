@@ -41,6 +41,11 @@
 #include <typeflow/graph/dot.hpp>
 #include <typeflow/graph/topo.hpp>
 
+#include <typeflow/kernel/kernel.hpp>
+#include <typeflow/kernel/region.hpp>
+#include <typeflow/kernel/transfer.hpp>
+
+#include <typeflow/backend/eigen/elementwise.hpp>
 #include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/backend/eigen/interop.hpp>
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>
@@ -54,5 +59,6 @@
 #include <typeflow/runtime/expr.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
+#include <typeflow/runtime/thread_pool.hpp>
 
 #include <typeflow/train/optimizers.hpp>

@@ -36,3 +36,11 @@
 #else
 #define TYPEFLOW_NOINLINE
 #endif
+
+/// Marks a function usable on the host and, under nvcc, on a CUDA device
+/// (the scalar functors of element-wise ops).
+#if defined(__CUDACC__)
+#define TYPEFLOW_HOST_DEVICE __host__ __device__
+#else
+#define TYPEFLOW_HOST_DEVICE
+#endif

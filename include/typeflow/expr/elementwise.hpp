@@ -4,7 +4,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include <typeflow/core/config.hpp>
 #include <typeflow/expr/diagnostics.hpp>
+#include <typeflow/expr/scalar_math.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/node.hpp>
 
@@ -83,23 +85,25 @@ constexpr auto binary_rule() {
 }
 
 /// Declares the tag of a unary element-wise op: its name, dtype rule and
-/// Eigen array form (an expression in `a`).
-#define TYPEFLOW_UNARY_OP(NAME, RULE, ARRAY)                                    \
+/// scalar function (an expression in `a`, usable on host and device).
+#define TYPEFLOW_UNARY_OP(NAME, RULE, SCALAR)                                   \
     struct NAME {                                                               \
         static constexpr op_kind kind = op_kind::elementwise;                   \
         static constexpr std::string_view name = #NAME;                         \
         template <class A>                                                      \
         using traits = decltype(unary_rule<NAME, rule::RULE, operand_sig_t<A>>()); \
-        static auto array(const auto& a) { return ARRAY; }                      \
+        template <class A>                                                      \
+        TYPEFLOW_HOST_DEVICE static constexpr auto apply(A a) { return SCALAR; } \
     };
-/// Declares the tag of a binary element-wise op (array form in `a`, `b`).
-#define TYPEFLOW_BINARY_OP(NAME, RULE, ARRAY)                                   \
+/// Declares the tag of a binary element-wise op (scalar function of `a`, `b`).
+#define TYPEFLOW_BINARY_OP(NAME, RULE, SCALAR)                                  \
     struct NAME {                                                               \
         static constexpr op_kind kind = op_kind::elementwise;                   \
         static constexpr std::string_view name = #NAME;                         \
         template <class A, class B>                                             \
         using traits = decltype(binary_rule<NAME, rule::RULE, operand_sig_t<A>, operand_sig_t<B>>()); \
-        static auto array(const auto& a, const auto& b) { return ARRAY; }       \
+        template <class A>                                                      \
+        TYPEFLOW_HOST_DEVICE static constexpr auto apply(A a, A b) { return SCALAR; } \
     };
 
 /// Operands of a binary op: two expressions, or one and an arithmetic scalar.

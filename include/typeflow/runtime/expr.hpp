@@ -198,7 +198,7 @@ private:
     void init(const E& e) {
         static_assert(check<E>());
         using nodes = typename graph::graph_of<E>::nodes;
-        static_assert(sizeof(runtime::detail::check_on_cpu<nodes, runtime::detail::all_on_cpu<nodes>::value>) > 0);
+        static_assert(sizeof(runtime::detail::check_devices<nodes, runtime::detail::all_have_backends<nodes>::value>) > 0);
         if constexpr (E::is_leaf) {
             g_ = &runtime::detail::leaf_tables<E, Backward>::value;
             detail::child_ops<E>::type::store(h_.get(), &e);

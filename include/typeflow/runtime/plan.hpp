@@ -18,23 +18,18 @@
 #include <string_view>
 #include <tuple>
 
-#include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/core/config.hpp>
-#include <typeflow/backend/eigen/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/graph/topo.hpp>
+#include <typeflow/kernel/kernel.hpp>
+#include <typeflow/kernel/region.hpp>
 #include <typeflow/runtime/checks.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/memory_plan.hpp>
-
-namespace typeflow::diagnostic {
-template <class Device, class Node>
-struct no_backend_for_device;
-}  // namespace typeflow::diagnostic
 
 namespace typeflow::runtime {
 
@@ -61,8 +56,8 @@ enum class extent_rule : std::uint8_t {
 };
 
 struct node_desc;
-/// The Eigen loop of a fused region (its root's entry in a plan's region table).
-using region_fn_t = void (*)(const backend::eigen::region_layout&, const void* const*, void*);
+/// The loop of a fused region on its device (its root's entry in a plan's region table).
+using region_fn_t = void (*)(const region::layout&, const void* const*, void*, const parallel_ctx&);
 
 /// The compile-time tables of one graph (graph/topo.hpp made data): what a
 /// plan runs, and what a tf::expr carries of the expression it hides.
@@ -116,7 +111,10 @@ struct node_desc {
     void (*children_of)(const void*, const void**) = nullptr;  // addresses of the children objects
     const void* (*data)(const void*) = nullptr;               // leaves (not placeholders): current elements
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
-    void (*eval)(const void*, const void* const*, const dims* const*, void*) = nullptr;  // kernel nodes
+    void (*eval)(const kernel_ctx&, void*) = nullptr;  // kernel nodes
+    std::size_t (*workspace)(const kernel_ctx&) = nullptr;  // kernel nodes that ask for scratch memory
+    void* (*make_state)() = nullptr;        // kernel nodes with state kept across runs
+    void (*free_state)(void*) = nullptr;
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
@@ -141,7 +139,7 @@ struct result_fns {
 /// the plan runs one merged table.
 class plan_core : public plan_base {
 protected:
-    explicit plan_core(const subgraph& top);
+    plan_core(const subgraph& top, const parallel_ctx& par);
     ~plan_core() override;
 
     /// Registers fetch `node` (a node of the top graph; object `obj`).
@@ -267,7 +265,11 @@ private:
     array<dims> fed_;  // per node (placeholders)
     array<const void*> feed_ptr_;
     bool bound_ = false;
-    std::unique_ptr<backend::eigen::region_layout[]> regions_;  // per instance
+    std::unique_ptr<region::layout[]> regions_;  // per instance
+    parallel_ctx par_;                           // the session's threads
+    array<void*> states_;                        // per instance: its kernel's state, or null
+    void* work_ = nullptr;                       // kernel workspace (detail::allocate_buffer)
+    std::size_t work_bytes_ = 0;
     array<std::size_t> last_;
     struct arena_block {  // from detail::allocate_buffer, zeroed
         std::byte* p = nullptr;
@@ -288,51 +290,10 @@ private:
     array<const void*> in_ptr_;
     array<const dims*> in_dims_;
     array<const void*> base_;
-    array<backend::eigen::operand_info> opinfo_;
+    array<region::operand_info> opinfo_;
 };
 
 // ---- the functions of a node_desc, each keyed on one node type ----
-
-/// A child as a kernel or an extent rule sees it: its position among the
-/// node's children, its element type and (for extent rules) its static shape.
-template <std::size_t I, class T, class S = void>
-struct sig_input : typeflow::detail::expression_base {
-    static constexpr std::size_t index = I;
-    using value_type = T;
-    using shape_type = S;
-    using device = cpu;
-};
-/// A node as a kernel sees it: its op, its element type and its children as
-/// sig_inputs, and nothing of the subgraph below. Nodes with one signature
-/// (the layers of an MLP, the steps of a chain) share one kernel instance.
-template <class Op, class T, class... In>
-struct sig_node : typeflow::detail::expression_base {
-    using op = Op;
-    using value_type = T;
-    using shape_type = void;
-    using device = cpu;
-    using children_list = meta::list<In...>;
-    template <std::size_t I>
-    static constexpr meta::at_t<I, In...> child() noexcept {
-        return {};
-    }
-};
-/// What a kernel sees of its node's children: ctx.input(child), ctx.dims_of(child).
-struct kernel_ctx {
-    const void* const* in;
-    const dims* const* in_dims;
-
-    /// Elements of a child in this run.
-    template <std::size_t I, class T, class S>
-    const T* input(const sig_input<I, T, S>&) const noexcept {
-        return static_cast<const T*>(in[I]);
-    }
-    /// Run-time extents of a child.
-    template <std::size_t I, class T, class S>
-    const dims& dims_of(const sig_input<I, T, S>&) const noexcept {
-        return *in_dims[I];
-    }
-};
 
 namespace detail {
 // Op nodes: the object is a standard-layout class whose only member is its
@@ -369,10 +330,32 @@ dims infer_typed(const dims* const* in) {
         return Op::template infer_static<In...>(*in[J]...);
     }(std::index_sequence_for<In...>{});
 }
-template <class Sig>
-void eval_kernel(const void*, const void* const* in, const dims* const* in_dims, void* out) {
-    backend::eigen::kernel<typename Sig::op>::run(Sig{}, kernel_ctx{in, in_dims},
-                                                  static_cast<typename Sig::value_type*>(out));
+template <class Device, class Sig>
+void eval_kernel(const kernel_ctx& ctx, void* out) {
+    kernel<Device, typename Sig::op>::run(Sig{}, ctx, static_cast<typename Sig::value_type*>(out));
+}
+template <class K>
+std::size_t kernel_workspace(const kernel_ctx& ctx) {
+    return K::workspace_bytes(ctx);
+}
+template <class S>
+void* make_kernel_state() {
+    return new S();
+}
+template <class S>
+void free_kernel_state(void* p) {
+    delete static_cast<S*>(p);
+}
+// The kernel of Op on Device, or a first error line naming both.
+template <class Device, class Op>
+constexpr bool kernel_exists() {
+    constexpr bool ok = has_kernel<Device, Op>;
+    if constexpr (!ok) {
+        diagnostic::no_kernel_for_device<Op, Device> error;
+    }
+    static_assert(ok, "typeflow: this op has no kernel on the node's device: move its operands with tf::to<D>, "
+                      "or specialise typeflow::kernel<Device, Op>");
+    return ok;
 }
 template <class T>
 inline constexpr char feed_key = 0;
@@ -391,16 +374,19 @@ struct result_ops {
     static constexpr result_fns fns{&prepare, &reset, &share};
 };
 
-// The Eigen loop of the region rooted at T, or none: keyed on the region's
-// canonical form (a short type shared by regions of one structure), never on
-// the graph type, whose mangled name would spell the whole graph.
+// The loop of the region rooted at T on its device, or none: keyed on the
+// region's canonical form (a short type shared by regions of one structure),
+// never on the graph type, whose mangled name would spell the whole graph.
 struct no_region {};
-template <class Canon, class V>
+template <class Device, class Canon, class V>
 struct region_ptr {
-    static constexpr region_fn_t value = &backend::eigen::eval_region<Canon, V>;
+    static constexpr region_fn_t value = [] {
+        if constexpr (has_backend<Device>) return &fused<Device>::template eval<Canon, V>;
+        else return region_fn_t{};
+    }();
 };
-template <class V>
-struct region_ptr<no_region, V> {
+template <class Device, class V>
+struct region_ptr<Device, no_region, V> {
     static constexpr region_fn_t value = nullptr;
 };
 template <class G, std::size_t I, class T, bool Root>
@@ -409,7 +395,7 @@ struct region_of {
 };
 template <class G, std::size_t I, class T>
 struct region_of<G, I, T, true> {
-    using type = backend::eigen::canonical_region_t<G, I, T>;
+    using type = region::canonical_t<G, I, T>;
 };
 
 template <class Op>
@@ -432,9 +418,10 @@ struct has_infer<Op, N, std::index_sequence<J...>> : std::true_type {
 // entity instantiated per node type has a mangled name that spells the node's
 // whole subgraph (GCC mangles each in time quadratic in that name's length),
 // and nodes of one signature (the steps of a deep chain) share one descriptor.
-template <class Op, class T, class S, bool Pure, std::size_t Control, class... In>
+template <class Device, class Op, class T, class S, bool Pure, std::size_t Control, class... In>
 struct op_desc {
     static constexpr std::size_t arity = sizeof...(In);
+    static constexpr bool is_kernel = Op::kind == op_kind::kernel;
     using kernel_sig = sig_node<Op, T, sig_input<In::index, typename In::value_type>...>;
     static constexpr extent_rule rule = Op::kind != op_kind::elementwise ? extent_rule::function
                                         : has_infer<Op, arity>::value     ? extent_rule::function
@@ -461,7 +448,27 @@ struct op_desc {
         .children_of = &node_children,
         .infer = infer,
         .eval = [] {
-            if constexpr (Op::kind == op_kind::kernel) return &eval_kernel<kernel_sig>;
+            using fn = void (*)(const kernel_ctx&, void*);
+            if constexpr (is_kernel && has_backend<Device>) {
+                if constexpr (kernel_exists<Device, Op>()) return fn{&eval_kernel<Device, kernel_sig>};
+                else return fn{};
+            } else {
+                return fn{};
+            }
+        }(),
+        .workspace = [] {
+            if constexpr (is_kernel && requires { kernel<Device, Op>::workspace_bytes(std::declval<const kernel_ctx&>()); })
+                return &kernel_workspace<kernel<Device, Op>>;
+            else return nullptr;
+        }(),
+        .make_state = [] {
+            if constexpr (is_kernel && requires { typename kernel<Device, Op>::state; })
+                return &make_kernel_state<typename kernel<Device, Op>::state>;
+            else return nullptr;
+        }(),
+        .free_state = [] {
+            if constexpr (is_kernel && requires { typename kernel<Device, Op>::state; })
+                return &free_kernel_state<typename kernel<Device, Op>::state>;
             else return nullptr;
         }(),
     };
@@ -504,25 +511,26 @@ struct desc_for {
 template <class T, class... C, std::size_t... J>
     requires(!T::is_leaf)
 struct desc_for<T, meta::list<C...>, std::index_sequence<J...>> {
-    using type = op_desc<typename T::op, value_type_t<T>, shape_t<T>, typeflow::detail::is_pure<T>::value, T::control_inputs,
+    using type = op_desc<device_t<T>, typename T::op, value_type_t<T>, shape_t<T>, typeflow::detail::is_pure<T>::value, T::control_inputs,
                          sig_input<J, value_type_t<C>, shape_t<C>>...>;
 };
 
 template <class N>
-constexpr bool on_cpu() {
-    constexpr bool ok = std::is_same_v<device_t<N>, cpu>;
+constexpr bool on_backend() {
+    constexpr bool ok = has_backend<device_t<N>>;
     if constexpr (!ok) {
         diagnostic::no_backend_for_device<device_t<N>, N> error;
     }
-    static_assert(ok, "typeflow: session: a node is placed on a GPU, but this build has no CUDA backend");
+    static_assert(ok, "typeflow: session: a node is placed on a device that no backend of this build runs "
+                      "(a GPU needs the CUDA backend)");
     return ok;
 }
-// instantiates on_cpu (and its diagnostic) per node only when a node is not on the CPU
+// instantiates on_backend (and its diagnostic) per node only when some node's device has no backend
 template <class L, bool Ok>
-struct check_on_cpu {};
+struct check_devices {};
 template <class... Ts>
-struct check_on_cpu<meta::list<Ts...>, false> {
-    static_assert((on_cpu<Ts>() && ...));  // a class-body assertion: instantiated with the class
+struct check_devices<meta::list<Ts...>, false> {
+    static_assert((on_backend<Ts>() && ...));  // a class-body assertion: instantiated with the class
 };
 // The tables of graph G (see subgraph).
 template <class G, class L = typename G::nodes, class I = std::make_index_sequence<G::size>>
@@ -531,15 +539,15 @@ template <class G, class... Ts, std::size_t... I>
 struct graph_tables<G, meta::list<Ts...>, std::index_sequence<I...>> {
     static constexpr const node_desc* descs[sizeof...(Ts)] = {&desc_for<Ts>::type::value...};
     static constexpr region_fn_t regions[sizeof...(Ts)] = {
-        region_ptr<typename region_of<G, I, Ts, Ts::kind == op_kind::elementwise && G::flags[I].materialized>::type,
+        region_ptr<device_t<Ts>, typename region_of<G, I, Ts, Ts::kind == op_kind::elementwise && G::flags[I].materialized>::type,
                    value_type_t<Ts>>::value...};
     static constexpr subgraph value{descs, regions, G::flags.data(), G::size, G::edges.data(), G::edge_count,
                                     G::first_edge.data()};
 };
 template <class L>
-struct all_on_cpu;
+struct all_have_backends;
 template <class... Ts>
-struct all_on_cpu<meta::list<Ts...>> : std::bool_constant<(__is_same(device_t<Ts>, cpu) && ...)> {};
+struct all_have_backends<meta::list<Ts...>> : std::bool_constant<(has_backend<device_t<Ts>> && ...)> {};
 }  // namespace detail
 
 /// The plan of one set of fetches Fs...: the graph's descriptors (compile-time
@@ -551,11 +559,11 @@ class plan final : public plan_core {
     static constexpr std::size_t N = G::size;
     static constexpr std::size_t F = sizeof...(Fs);
 
-    static_assert(sizeof(detail::check_on_cpu<nodes, detail::all_on_cpu<nodes>::value>) > 0);
+    static_assert(sizeof(detail::check_devices<nodes, detail::all_have_backends<nodes>::value>) > 0);
 
 public:
-    explicit plan(const fetch_list<Fs...>& f)
-        : plan_core(detail::graph_tables<G>::value), roots_(f.nodes) {
+    explicit plan(const fetch_list<Fs...>& f, const parallel_ctx& par = {})
+        : plan_core(detail::graph_tables<G>::value, par), roots_(f.nodes) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             (add_fetch(G::template index<Fs>::value, &typeflow::detail::get_child<K>(roots_), &std::get<K>(results_),
                        &detail::result_ops<value_type_t<Fs>>::fns),

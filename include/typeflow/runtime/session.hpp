@@ -7,17 +7,31 @@
 
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/plan.hpp>
+#include <typeflow/runtime/thread_pool.hpp>
 
 namespace typeflow {
 
 using runtime::run_stats;
 
-/// Runs graphs on the CPU. The first run of a set of fetches makes its plan
-/// (node order, fusion, memory); later runs reuse it and allocate nothing,
-/// unless a dyn extent changes or the caller still holds last run's results.
+/// How a session runs.
+struct session_options {
+    /// Threads that kernels and fused regions split their work over, the
+    /// caller's included; 0 (the default) uses every hardware thread. Results
+    /// do not depend on it beyond floating-point summation order, and a given
+    /// count always sums in the same order.
+    int threads = 0;
+};
+
+/// Runs graphs on their devices. The first run of a set of fetches makes its
+/// plan (node order, fusion, memory); later runs reuse it and allocate
+/// nothing, unless a dyn extent changes or the caller still holds last run's
+/// results.
 class session {
 public:
-    session() = default;
+    /// A session on every hardware thread.
+    session() : session(session_options{}) {}
+    explicit session(const session_options& o)
+        : pool_(std::make_unique<runtime::thread_pool>(o.threads > 0 ? o.threads : runtime::thread_pool::hardware_threads())) {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) noexcept = default;
@@ -36,6 +50,9 @@ public:
         return std::get<0>(run(fetch(e), feeds...));
     }
 
+    /// The threads this session runs kernels on, the caller's included.
+    int threads() const noexcept { return pool_->threads(); }
+
     /// Counters of the last run (and plans made so far).
     const run_stats& stats() const noexcept { return stats_; }
 
@@ -49,7 +66,7 @@ private:
                 if (p->same_roots(f)) return *p;
             }
         // not std::make_unique: libstdc++'s is exponential in a deep graph's depth
-        P* raw = new P(f);
+        P* raw = new P(f, pool_->context());
         std::unique_ptr<runtime::plan_base> p(raw);
         P& ref = *raw;
         if (plans_.size() >= max_plans) plans_.erase(plans_.begin());
@@ -63,6 +80,7 @@ private:
         std::unique_ptr<runtime::plan_base> plan;
     };
     static constexpr std::size_t max_plans = 64;
+    std::unique_ptr<runtime::thread_pool> pool_;  // before the plans, which run on it
     std::vector<entry> plans_;
     run_stats stats_;
 };

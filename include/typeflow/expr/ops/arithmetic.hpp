@@ -6,14 +6,14 @@
 
 namespace typeflow {
 namespace op {
-TYPEFLOW_BINARY_OP(add, numeric, a + b)
-TYPEFLOW_BINARY_OP(sub, numeric, a - b)
-TYPEFLOW_BINARY_OP(mul, numeric, a * b)
-TYPEFLOW_BINARY_OP(div, numeric, a / b)
-TYPEFLOW_BINARY_OP(pow, floating, a.pow(b))
-TYPEFLOW_BINARY_OP(maximum, numeric, a.max(b))
-TYPEFLOW_BINARY_OP(minimum, numeric, a.min(b))
-TYPEFLOW_UNARY_OP(neg, numeric, -a)
+TYPEFLOW_BINARY_OP(add, numeric, A(a + b))
+TYPEFLOW_BINARY_OP(sub, numeric, A(a - b))
+TYPEFLOW_BINARY_OP(mul, numeric, A(a * b))
+TYPEFLOW_BINARY_OP(div, numeric, A(a / b))
+TYPEFLOW_BINARY_OP(pow, floating, math::pow(a, b))
+TYPEFLOW_BINARY_OP(maximum, numeric, a < b ? b : a)
+TYPEFLOW_BINARY_OP(minimum, numeric, b < a ? b : a)
+TYPEFLOW_UNARY_OP(neg, numeric, A(-a))
 }  // namespace op
 
 /// Element-wise a + b with broadcasting.

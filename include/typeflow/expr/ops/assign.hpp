@@ -38,10 +38,11 @@ struct assign {
     }
     template <class V, class E>
     using traits = decltype(rule<V, E>());
-    static auto array(const auto& v, const auto& e) {
+    template <class A>
+    TYPEFLOW_HOST_DEVICE static constexpr A apply(A v, A e) {
         if constexpr (M == assign_mode::set) return e;
-        else if constexpr (M == assign_mode::add) return v + e;
-        else return v - e;
+        else if constexpr (M == assign_mode::add) return A(v + e);
+        else return A(v - e);
     }
 };
 }  // namespace op

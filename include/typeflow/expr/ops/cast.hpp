@@ -11,7 +11,8 @@ struct cast {
     static constexpr std::string_view name = "cast";
     template <class A>
     using traits = result_traits<To, shape_t<A>, device_t<A>>;
-    static auto array(const auto& a) { return a.template cast<To>(); }
+    template <class A>
+    TYPEFLOW_HOST_DEVICE static constexpr To apply(A a) { return static_cast<To>(a); }
 };
 }  // namespace op
 

@@ -18,7 +18,8 @@ struct after {
         using device = device_t<X>;
         static constexpr std::size_t control_inputs = sizeof...(C) - 1;
     };
-    static auto array(const auto& x) { return x; }
+    template <class X>
+    TYPEFLOW_HOST_DEVICE static constexpr X apply(X x) { return x; }  // of the value child alone
 };
 }  // namespace op
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <typeflow/core/axes.hpp>
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/gradient.hpp>
 #include <typeflow/core/message.hpp>
@@ -23,7 +24,8 @@ struct broadcast_like {
     }
     template <class A, class B>
     using traits = decltype(rule<A, B>());
-    static auto array(const auto& a, const auto&) { return a; }
+    template <class A, class B>
+    TYPEFLOW_HOST_DEVICE static constexpr A apply(A a, B) { return a; }
 };
 
 /// node<reshape_like, G, X>: the elements of G with the extents of X (a view).
@@ -64,7 +66,8 @@ struct stop_gradient {
     static constexpr std::string_view name = "stop_gradient";
     template <class A>
     using traits = result_traits<value_type_t<A>, shape_t<A>, device_t<A>>;
-    static auto array(const auto& a) { return a; }
+    template <class A>
+    TYPEFLOW_HOST_DEVICE static constexpr A apply(A a) { return a; }
 };
 }  // namespace op
 

@@ -7,7 +7,7 @@ namespace typeflow {
 namespace op {
 TYPEFLOW_BINARY_OP(logical_and, logical, a && b)
 TYPEFLOW_BINARY_OP(logical_or, logical, a || b)
-TYPEFLOW_UNARY_OP(logical_not, logical, a == false)
+TYPEFLOW_UNARY_OP(logical_not, logical, !a)
 }  // namespace op
 
 /// Element-wise a AND b on bool tensors.

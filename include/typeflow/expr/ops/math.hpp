@@ -6,17 +6,17 @@
 
 namespace typeflow {
 namespace op {
-TYPEFLOW_UNARY_OP(exp, floating, a.exp())
-TYPEFLOW_UNARY_OP(log, floating, a.log())
-TYPEFLOW_UNARY_OP(sqrt, floating, a.sqrt())
-TYPEFLOW_UNARY_OP(rsqrt, floating, a.rsqrt())
-TYPEFLOW_UNARY_OP(sigmoid, floating, a.logistic())
-TYPEFLOW_UNARY_OP(tanh, floating, a.tanh())
-TYPEFLOW_UNARY_OP(cos, floating, a.cos())
-TYPEFLOW_UNARY_OP(sin, floating, a.sin())
-TYPEFLOW_UNARY_OP(abs, numeric, a.abs())
-TYPEFLOW_UNARY_OP(square, numeric, a.square())
-TYPEFLOW_UNARY_OP(relu, numeric, a.max(typename std::remove_cvref_t<decltype(a)>::Scalar(0)))
+TYPEFLOW_UNARY_OP(exp, floating, math::exp(a))
+TYPEFLOW_UNARY_OP(log, floating, math::log(a))
+TYPEFLOW_UNARY_OP(sqrt, floating, math::sqrt(a))
+TYPEFLOW_UNARY_OP(rsqrt, floating, A(1) / math::sqrt(a))
+TYPEFLOW_UNARY_OP(sigmoid, floating, math::sigmoid(a))
+TYPEFLOW_UNARY_OP(tanh, floating, math::tanh(a))
+TYPEFLOW_UNARY_OP(cos, floating, math::cos(a))
+TYPEFLOW_UNARY_OP(sin, floating, math::sin(a))
+TYPEFLOW_UNARY_OP(abs, numeric, a < A(0) ? A(-a) : a)
+TYPEFLOW_UNARY_OP(square, numeric, A(a * a))
+TYPEFLOW_UNARY_OP(relu, numeric, a > A(0) ? a : A(0))
 }  // namespace op
 
 /// e^x, element-wise.

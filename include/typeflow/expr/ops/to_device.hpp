@@ -1,18 +1,21 @@
 // typeflow/expr/ops/to_device.hpp — the explicit transfer node to<D>(e)
-// (TensorFlow's Send/Recv pair).
+// (TensorFlow's Send/Recv pair): a copy, run by the destination device's
+// kernel.
 #pragma once
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
 
 namespace typeflow {
 namespace op {
+/// node<to<To>, A>: A's value copied to device To. Always materialised (a
+/// transfer is a kernel of the destination device, never fused away).
 template <device_c To>
 struct to {
-    static constexpr op_kind kind = op_kind::elementwise;
+    static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "to";
     template <class A>
     using traits = result_traits<value_type_t<A>, shape_t<A>, To>;
-    static auto array(const auto& a) { return a; }
+    static dims infer(const dims& a) { return a; }
 };
 }  // namespace op
 

@@ -20,7 +20,8 @@ struct where {
     }
     template <class C, class A, class B>
     using traits = decltype(rule<C, A, B>());
-    static auto array(const auto& c, const auto& a, const auto& b) { return c.select(a, b); }
+    template <class A>
+    TYPEFLOW_HOST_DEVICE static constexpr A apply(bool c, A a, A b) { return c ? a : b; }
 };
 }  // namespace op
 

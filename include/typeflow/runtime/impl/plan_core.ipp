@@ -7,9 +7,13 @@
 
 namespace typeflow::runtime {
 
-TYPEFLOW_DECL plan_core::plan_core(const subgraph& top) : top_(&top) {}
+TYPEFLOW_DECL plan_core::plan_core(const subgraph& top, const parallel_ctx& par) : top_(&top), par_(par) {}
 
-TYPEFLOW_DECL plan_core::~plan_core() = default;
+TYPEFLOW_DECL plan_core::~plan_core() {
+    for (std::size_t k = 0; k < states_.size(); ++k)
+        if (states_[k]) desc_[insts_[k].node]->free_state(states_[k]);
+    if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
+}
 
 TYPEFLOW_DECL void plan_core::add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns) {
     fetch f;
@@ -167,6 +171,10 @@ TYPEFLOW_DECL void plan_core::finish() {
     }
     // a shared instance lives until the last reader in any segment
     for (const shared_read& r : shared_) last_[r.node] = std::max(last_[r.node], last_[r.reader]);
+    // kernel state kept across runs, per instance
+    states_.assign(insts_.size(), nullptr);
+    for (std::size_t k = 0; k < insts_.size(); ++k)
+        if (const node_desc& d = *desc_[insts_[k].node]; d.make_state) states_[k] = d.make_state();
     // 3. the operands of each fused region
     for (std::uint32_t k = 0; k < insts_.size(); ++k) {
         instance& in = insts_[k];
@@ -223,13 +231,13 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             instance& in = insts_[k];
             if (d.kind == op_kind::elementwise) {
                 for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
-                region_fn_[i](regions_[k], base_.data(), in.buf);
+                region_fn_[i](regions_[k], base_.data(), in.buf, par_);
             } else {
                 for (std::size_t j = 0; j < d.children; ++j) {
                     in_ptr_[j] = insts_[child_ref(in, j)].ptr;
                     in_dims_[j] = &dims_[child_ref(in, j)];
                 }
-                d.eval(in.obj, in_ptr_.data(), in_dims_.data(), in.buf);
+                d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_}, in.buf);
             }
             ++stats.evaluations;
             if (flags_[i].immediate_write) write(i, in);
@@ -347,7 +355,7 @@ TYPEFLOW_DECL void plan_core::rebind() {
         }
     }
     // fused regions: loop structure
-    std::unique_ptr<backend::eigen::region_layout[]> regions(new backend::eigen::region_layout[insts_.size()]);
+    std::unique_ptr<region::layout[]> regions(new region::layout[insts_.size()]);
     for (std::size_t i = 0; i < n_; ++i) {
         if (!is_region_root(i)) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
@@ -357,7 +365,17 @@ TYPEFLOW_DECL void plan_core::rebind() {
                 const node_desc& od = *desc_[insts_[ok].node];
                 opinfo_[o] = {&d[ok], od.elem_size, od.scalar};
             }
-            regions[k] = backend::eigen::plan_region(d[k], opinfo_.data(), in0.operands);
+            regions[k] = region::plan(d[k], opinfo_.data(), in0.operands, static_cast<std::size_t>(par_.threads));
+        }
+    }
+    // kernel workspace: one block, as large as the largest request (kernels run one at a time)
+    std::size_t work = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+        const node_desc& nd = *desc_[i];
+        if (!computed(i) || !nd.workspace) continue;
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
+            for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_ref(insts_[k], j)];
+            work = std::max(work, nd.workspace(kernel_ctx{nullptr, in.data(), nullptr, states_[k], par_}));
         }
     }
     // buffers: every computed instance that is not fetched
@@ -378,7 +396,13 @@ TYPEFLOW_DECL void plan_core::rebind() {
     std::memset(arena, 0, arena_size);
     // commit
     dims_ = static_cast<array<dims>&&>(d);
-    regions_ = static_cast<std::unique_ptr<backend::eigen::region_layout[]>&&>(regions);
+    regions_ = static_cast<std::unique_ptr<region::layout[]>&&>(regions);
+    if (work > work_bytes_) {
+        void* w = typeflow::detail::allocate_buffer(work);
+        if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
+        work_ = w;
+        work_bytes_ = work;
+    }
     arena_.reset(arena, arena_size);
     arena_bytes_ = total;
     for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.p + reqs[r].offset;

@@ -1,16 +1,16 @@
 // typeflow/backend/eigen/ops/gradient_ops.hpp — CPU kernel of reduced_count.
 #pragma once
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
 
-namespace typeflow::backend::eigen {
+namespace typeflow {
 
 template <index_t... Axes>
-struct kernel<op::reduced_count<Axes...>> {
+struct kernel<cpu, op::reduced_count<Axes...>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         *out = static_cast<value_type_t<N>>(op::reduced_count<Axes...>::count(ctx.dims_of(n.template child<0>())));
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

@@ -10,7 +10,7 @@
 #include <Eigen/Core>
 #include <Eigen/LU>
 
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/ops/linalg.hpp>
 #include <typeflow/core/message.hpp>
@@ -50,23 +50,27 @@ bool all_finite(const T* p, index_t count) {
 }
 }  // namespace detail
 
+}  // namespace typeflow::backend::eigen
+
+namespace typeflow {
+
 template <>
-struct kernel<op::matrix_inverse> {
+struct kernel<cpu, op::matrix_inverse> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
         const dims a = ctx.dims_of(n.template child<0>());
         const index_t m = a.d[0];
         if (m == 0) return;
-        const auto lu = detail::lu_of(ctx.input(n.template child<0>()), m);
-        if (detail::has_zero_pivot<T>(lu)) detail::throw_singular(op::matrix_inverse::name, a);
-        Eigen::Map<detail::row_matrix<T>>(out, m, m) = lu.inverse();
-        if (!detail::all_finite(out, m * m)) detail::throw_singular(op::matrix_inverse::name, a);
+        const auto lu = backend::eigen::detail::lu_of(ctx.input(n.template child<0>()), m);
+        if (backend::eigen::detail::has_zero_pivot<T>(lu)) backend::eigen::detail::throw_singular(op::matrix_inverse::name, a);
+        Eigen::Map<backend::eigen::detail::row_matrix<T>>(out, m, m) = lu.inverse();
+        if (!backend::eigen::detail::all_finite(out, m * m)) backend::eigen::detail::throw_singular(op::matrix_inverse::name, a);
     }
 };
 
 template <bool Log>
-struct kernel<op::determinant<Log>> {
+struct kernel<cpu, op::determinant<Log>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
@@ -76,7 +80,7 @@ struct kernel<op::determinant<Log>> {
             *out = Log ? T(0) : T(1);
             return;
         }
-        const auto lu = detail::lu_of(ctx.input(n.template child<0>()), m);
+        const auto lu = backend::eigen::detail::lu_of(ctx.input(n.template child<0>()), m);
         if constexpr (Log) {
             // sum of log |pivot|: no overflow where det itself would overflow
             const auto d = lu.matrixLU().diagonal();
@@ -90,7 +94,7 @@ struct kernel<op::determinant<Log>> {
 };
 
 template <>
-struct kernel<op::solve> {
+struct kernel<cpu, op::solve> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
@@ -98,12 +102,12 @@ struct kernel<op::solve> {
         const dims b = ctx.dims_of(n.template child<1>());
         const index_t m = a.d[0], k = b.d[1];
         if (m == 0 || k == 0) return;
-        const auto lu = detail::lu_of(ctx.input(n.template child<0>()), m);
-        if (detail::has_zero_pivot<T>(lu)) detail::throw_singular(op::solve::name, a);
-        Eigen::Map<detail::row_matrix<T>>(out, m, k) =
-            lu.solve(Eigen::Map<const detail::row_matrix<T>>(ctx.input(n.template child<1>()), m, k));
-        if (!detail::all_finite(out, m * k)) detail::throw_singular(op::solve::name, a);
+        const auto lu = backend::eigen::detail::lu_of(ctx.input(n.template child<0>()), m);
+        if (backend::eigen::detail::has_zero_pivot<T>(lu)) backend::eigen::detail::throw_singular(op::solve::name, a);
+        Eigen::Map<backend::eigen::detail::row_matrix<T>>(out, m, k) =
+            lu.solve(Eigen::Map<const backend::eigen::detail::row_matrix<T>>(ctx.input(n.template child<1>()), m, k));
+        if (!backend::eigen::detail::all_finite(out, m * k)) backend::eigen::detail::throw_singular(op::solve::name, a);
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

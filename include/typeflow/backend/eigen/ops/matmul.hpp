@@ -3,7 +3,7 @@
 #pragma once
 #include <Eigen/Core>
 
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/core/config.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
@@ -69,8 +69,12 @@ TYPEFLOW_GEMM_INSTANCES(extern template, double)
 #endif
 }  // namespace detail
 
+}  // namespace typeflow::backend::eigen
+
+namespace typeflow {
+
 template <bool TA, bool TB>
-struct kernel<op::matmul<TA, TB>> {
+struct kernel<cpu, op::matmul<TA, TB>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const dims a = ctx.dims_of(n.template child<0>());
@@ -85,8 +89,8 @@ struct kernel<op::matmul<TA, TB>> {
         for (std::size_t i = 0; i + 2 < big.rank; ++i) batches *= big.d[i];
         const index_t sa = a.rank > 2 ? ar * ac : 0, sb = b.rank > 2 ? br * bc : 0;
         for (index_t i = 0; i < batches; ++i)
-            detail::gemm<value_type_t<N>, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
+            backend::eigen::detail::gemm<value_type_t<N>, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

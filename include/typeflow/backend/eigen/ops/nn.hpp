@@ -7,7 +7,7 @@
 
 #include <Eigen/Core>
 
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/ops/nn.hpp>
 #include <typeflow/core/message.hpp>
@@ -56,17 +56,21 @@ void softmax_into(const T* in, const dims& d, std::size_t ax, T* out) {
     }
 }
 
+}  // namespace typeflow::backend::eigen
+
+namespace typeflow {
+
 template <bool Log, index_t Axis>
-struct kernel<op::softmax_along<Log, Axis>> {
+struct kernel<cpu, op::softmax_along<Log, Axis>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const dims d = ctx.dims_of(n.template child<0>());
-        softmax_into<Log>(ctx.input(n.template child<0>()), d, op::softmax_along<Log, Axis>::axis(d.rank), out);
+        backend::eigen::softmax_into<Log>(ctx.input(n.template child<0>()), d, op::softmax_along<Log, Axis>::axis(d.rank), out);
     }
 };
 
 template <index_t Depth, class T>
-struct kernel<op::one_hot<Depth, T>> {
+struct kernel<cpu, op::one_hot<Depth, T>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, T* out) {
         const auto* labels = ctx.input(n.template child<0>());
@@ -82,4 +86,4 @@ struct kernel<op::one_hot<Depth, T>> {
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

@@ -5,7 +5,7 @@
 
 #include <Eigen/Core>
 
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 
 namespace typeflow::backend::eigen {
@@ -106,17 +106,21 @@ void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& 
     if constexpr (R == reduction::mean) o /= static_cast<T>(red_n);
 }
 
+}  // namespace typeflow::backend::eigen
+
+namespace typeflow {
+
 template <reduction R, bool Keep, index_t... Axes>
-struct kernel<op::reduce<R, Keep, Axes...>> {
+struct kernel<cpu, op::reduce<R, Keep, Axes...>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const dims d = ctx.dims_of(n.template child<0>());
-        reduce_into<R>(ctx.input(n.template child<0>()), d, typeflow::detail::make_axis_mask<Axes...>(d.rank), out);
+        backend::eigen::reduce_into<R>(ctx.input(n.template child<0>()), d, typeflow::detail::make_axis_mask<Axes...>(d.rank), out);
     }
 };
 
 template <bool IsMax, index_t Axis>
-struct kernel<op::arg_reduce<IsMax, Axis>> {
+struct kernel<cpu, op::arg_reduce<IsMax, Axis>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, std::int64_t* out) {
         const dims d = ctx.dims_of(n.template child<0>());
@@ -148,4 +152,4 @@ struct kernel<op::arg_reduce<IsMax, Axis>> {
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

@@ -2,13 +2,13 @@
 #pragma once
 #include <Eigen/Core>
 
-#include <typeflow/backend/eigen/kernel.hpp>
+#include <typeflow/kernel/kernel.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
 
-namespace typeflow::backend::eigen {
+namespace typeflow {
 
 template <std::size_t... P>
-struct kernel<op::permute<P...>> {
+struct kernel<cpu, op::permute<P...>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
@@ -51,4 +51,4 @@ struct kernel<op::permute<P...>> {
     }
 };
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow

@@ -1,12 +1,12 @@
-// typeflow/backend/eigen/impl/fused.ipp — the fused-region layout planner (see backend/eigen/fused.hpp):
+// typeflow/kernel/impl/region.ipp — the fused-region layout planner (see kernel/region.hpp):
 // inline in header-only builds, compiled once with TYPEFLOW_SEPARATE_COMPILATION.
 #pragma once
-#include <typeflow/backend/eigen/fused.hpp>
+#include <typeflow/kernel/region.hpp>
 
-namespace typeflow::backend::eigen {
+namespace typeflow::region {
 
-TYPEFLOW_DECL region_layout plan_region(const dims& out, const operand_info* ops, std::size_t K) {
-    region_layout lay;
+TYPEFLOW_DECL layout plan(const dims& out, const operand_info* ops, std::size_t K, std::size_t threads) {
+    layout lay;
     lay.numel = out.numel();
     lay.operands.resize(K);
     // broadcast strides over the full output axes
@@ -59,9 +59,10 @@ TYPEFLOW_DECL region_layout plan_region(const dims& out, const operand_info* ops
         any_gather |= lay.operands[k].gather;
     }
     lay.block = any_gather ? std::min<index_t>(ext[r - 1], gather_block) : ext[r - 1];
-    if (any_gather) lay.scratch.assign(static_cast<std::size_t>(lay.block) * K, 0.0);
-    lay.ptr.assign(K, nullptr);
+    lay.threads = threads < 1 ? 1 : threads;
+    if (any_gather) lay.scratch.assign(static_cast<std::size_t>(lay.block) * K * lay.threads, 0.0);
+    lay.ptr.assign(K * lay.threads, nullptr);
     return lay;
 }
 
-}  // namespace typeflow::backend::eigen
+}  // namespace typeflow::region

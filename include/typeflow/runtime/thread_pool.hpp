@@ -1,0 +1,41 @@
+// typeflow/runtime/thread_pool.hpp — the threads a session runs kernels on.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include <typeflow/core/config.hpp>
+#include <typeflow/kernel/kernel.hpp>
+
+namespace typeflow::runtime {
+
+/// A fixed set of threads for fork-join work inside kernels (Eigen's
+/// non-blocking thread pool underneath). The calling thread takes part, so a
+/// pool of n threads starts n - 1 workers; a pool of 1 starts none.
+class thread_pool {
+public:
+    /// n threads in all (at least 1).
+    explicit thread_pool(int n);
+    ~thread_pool();
+    thread_pool(const thread_pool&) = delete;
+    thread_pool& operator=(const thread_pool&) = delete;
+
+    /// The number of threads, the caller's included.
+    int threads() const noexcept { return n_; }
+    /// What kernels are given to split their work over this pool.
+    parallel_ctx context() noexcept;
+
+    /// The hardware's threads (at least 1).
+    static int hardware_threads() noexcept;
+
+private:
+    struct impl;
+    static void run(void* pool, std::size_t tasks, void (*task)(void*, std::size_t), void* arg);
+    int n_ = 1;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace typeflow::runtime
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/runtime/impl/thread_pool.ipp>
+#endif
