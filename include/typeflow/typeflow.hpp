@@ -15,7 +15,7 @@
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/tensor.hpp>
 
-#include <typeflow/expr/grad.hpp>
+#include <typeflow/autodiff/grad.hpp>
 #include <typeflow/expr/gradient.hpp>
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
@@ -55,6 +55,7 @@
 #include <typeflow/backend/eigen/ops/nn.hpp>
 #include <typeflow/backend/eigen/ops/reduce.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
+#include <typeflow/backend/reference/reference.hpp>
 
 #include <typeflow/runtime/expr.hpp>
 #include <typeflow/runtime/feed.hpp>

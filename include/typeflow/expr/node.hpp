@@ -13,16 +13,9 @@
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/core/type_list.hpp>
+#include <typeflow/expr/op.hpp>
 
 namespace typeflow {
-
-/// How the runtime treats an op.
-enum class op_kind {
-    leaf,         // placeholder, variable, constant: has storage of its own
-    elementwise,  // fused into its consumer's single pass
-    view,         // same elements, new extents (reshape): aliases its input
-    kernel,       // materialised by a backend kernel (matmul, reductions, ...)
-};
 
 namespace detail {
 struct expression_base {};
@@ -194,6 +187,7 @@ constexpr std::size_t control_inputs_of() {
 // node's whole subgraph.
 template <class Op, std::size_t Control>
 struct node_facts : expression_base {
+    static_assert(op_tag<Op>, "typeflow: node<Op, ...>: Op is not an op tag (it needs `kind` and `name`; see expr/op.hpp)");
     using op = Op;
     static constexpr op_kind kind = Op::kind;
     static constexpr bool is_leaf = false;

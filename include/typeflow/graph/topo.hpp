@@ -93,8 +93,8 @@ struct node_flags {
 template <class N>
 struct is_assign : std::false_type {};
 template <class N>
-    requires requires { N::op::is_assign; }
-struct is_assign<N> : std::bool_constant<N::op::is_assign> {};
+    requires requires { typename N::op; }
+struct is_assign<N> : is_assign_op<typename N::op> {};
 template <class N>
 inline constexpr bool is_assign_v = is_assign<N>::value;
 

@@ -398,11 +398,6 @@ struct region_of<G, I, T, true> {
     using type = region::canonical_t<G, I, T>;
 };
 
-template <class Op>
-inline constexpr std::string_view op_name = "op";
-template <class Op>
-    requires requires { Op::name; }
-inline constexpr std::string_view op_name<Op> = Op::name;
 
 template <class Op, std::size_t N, class I = std::make_index_sequence<N>>
 struct has_infer : std::false_type {};
@@ -443,7 +438,7 @@ struct op_desc {
         .elem_size = sizeof(T),
         .type = dtype_of<T>,
         .static_dims = S::value,
-        .name = op_name<Op>,
+        .name = op_name_v<Op>,
         .identity = &node_identity,
         .children_of = &node_children,
         .infer = infer,

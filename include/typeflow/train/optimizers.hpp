@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include <typeflow/core/fixed_string.hpp>
-#include <typeflow/expr/grad.hpp>
+#include <typeflow/autodiff/grad.hpp>
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/assign.hpp>

@@ -1,4 +1,4 @@
-// typeflow/expr/grad.hpp — compile-time reverse-mode differentiation:
+// typeflow/autodiff/grad.hpp — compile-time reverse-mode differentiation:
 // tf::grad(y, xs...) builds the gradient of y with respect to each x as more
 // graph.
 #pragma once
@@ -116,14 +116,7 @@ struct op_of<T, false> {
 };
 template <class Op>
 struct op_label {
-    static constexpr std::string_view value = [] {
-        if constexpr (requires { Op::name; }) return std::string_view(Op::name);
-        else return std::string_view("op");
-    }();
-};
-template <>
-struct op_label<void> {
-    static constexpr std::string_view value = "";
+    static constexpr std::string_view value = op_name_v<Op>;
 };
 template <class L>
 struct node_labels;
@@ -340,6 +333,13 @@ constexpr bool floating_cost() {
 
 }  // namespace detail::autodiff
 
+/// grad through tf::expr objects, whose graphs are known only at run time: a
+/// customisation point of the runtime layer (defined in
+/// runtime/expr_backprop.hpp), declared here so that the walk names no layer
+/// above its own.
+template <expression Y, expression... Xs>
+auto erased_grad(const Y& y, const Xs&... xs);
+
 /// The gradient of y with respect to x (y summed over its elements when it is
 /// not a scalar, as tf.gradients does): an expression of x's shape, sharing
 /// y's nodes, so that fetching y and its gradient computes y once. An x that
@@ -350,7 +350,7 @@ template <expression Y, expression X>
 auto grad(const Y& y, const X& x) {
     static_assert(detail::autodiff::floating_cost<Y>());
     if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
-        return erased_grad(y, x);  // through tf::expr: runtime/expr.hpp (found by argument-dependent lookup)
+        return erased_grad(y, x);  // through tf::expr (runtime/expr_backprop.hpp)
     } else {
         detail::autodiff::builder<Y> b(y);
         return b.of(x);

@@ -1,0 +1,69 @@
+// typeflow/expr/op.hpp — what an op tag is: the concept every op of the
+// graph models, and the one place its optional parts are read.
+//
+// An op is a tag type (its static attributes as template arguments, e.g.
+// op::reduce<sum, false, 1>) that node<Op, Children...> applies to children.
+// It provides, in this layer:
+//   - `kind` (op_kind): element-wise (fused into its consumer's pass), view
+//     (aliases its input with new extents), kernel (materialised by a
+//     backend kernel);
+//   - `name`: a short string for errors, DOT output and descriptors;
+//   - `traits<C...>`: its shape and dtype rule over the children's types,
+//     with value_type, shape_type and device (and `control_inputs` when its
+//     leading children only order execution); a rule that does not hold
+//     declares a diagnostic type and static_asserts (expr/diagnostics.hpp);
+//   - element-wise ops: `apply(scalars...)`, a scalar functor usable on host
+//     and device (TYPEFLOW_HOST_DEVICE);
+//   - kernel and view ops: `infer(const dims&...)` (or `infer_static<In...>`)
+//     giving the run-time extents from the children's;
+//   - optionally `is_assign` (writes its variable child).
+// Its gradient rule is gradient<Op>::vjp<I>(node, adjoint) (expr/gradient.hpp),
+// in the op's own header. Each backend provides kernel<Device, Op> for kernel
+// ops (kernel/kernel.hpp) and may give element-wise ops a faster form of
+// their own (backend/eigen/elementwise.hpp). docs/ops.md walks through
+// adding one.
+#pragma once
+#include <string_view>
+#include <type_traits>
+
+namespace typeflow {
+
+/// How the runtime treats an op.
+enum class op_kind {
+    leaf,         // placeholder, variable, constant: has storage of its own
+    elementwise,  // fused into its consumer's single pass
+    view,         // same elements, new extents (reshape): aliases its input
+    kernel,       // materialised by a backend kernel (matmul, reductions, ...)
+};
+
+/// An op tag: a kind and a name (its rule is checked where it is applied).
+template <class Op>
+concept op_tag = requires {
+    { Op::kind } -> std::convertible_to<op_kind>;
+    { Op::name } -> std::convertible_to<std::string_view>;
+};
+
+/// An op tag whose shape and dtype rule accepts children C...
+template <class Op, class... C>
+concept op_for = op_tag<Op> && requires {
+    typename Op::template traits<C...>::value_type;
+    typename Op::template traits<C...>::shape_type;
+    typename Op::template traits<C...>::device;
+};
+
+/// The name of an op ("op" for a type that is not an op tag, "" for none).
+template <class Op>
+inline constexpr std::string_view op_name_v = "op";
+template <op_tag Op>
+inline constexpr std::string_view op_name_v<Op> = Op::name;
+template <>
+inline constexpr std::string_view op_name_v<void> = "";
+
+/// True for ops that write their variable child (assign, assign_add, assign_sub).
+template <class Op>
+struct is_assign_op : std::false_type {};
+template <class Op>
+    requires requires { Op::is_assign; }
+struct is_assign_op<Op> : std::bool_constant<Op::is_assign> {};
+
+}  // namespace typeflow

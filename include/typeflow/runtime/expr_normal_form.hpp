@@ -1,0 +1,214 @@
+// typeflow/runtime/expr_normal_form.hpp — the normal form of the expression a
+// tf::expr hides (see runtime/expr.hpp): its variables, placeholders and
+// tf::expr leaves replaced by positional slots, so that expressions of one
+// structure share one graph table and one vector-Jacobian product.
+#pragma once
+#include <typeflow/runtime/expr.hpp>
+
+namespace typeflow {
+
+namespace runtime::detail {
+using typeflow::detail::expr_access;
+// The leaves that get adjoints, and that a normal form replaces by slots (see normal_form).
+template <class L>
+inline constexpr bool slot_leaf_v =
+    typeflow::detail::is_placeholder_v<L> || typeflow::detail::is_variable_v<L> || typeflow::detail::is_expr_v<L>;
+// The key of a leaf's adjoints in a grad_sink: a placeholder's feed key, a
+// variable's storage, a tf::expr's state.
+template <class L>
+const void* sink_key(const void* leaf) {
+    if constexpr (typeflow::detail::is_placeholder_v<L>) return (void)leaf, &feed_key<L>;
+    else return static_cast<const L*>(leaf)->identity();
+}
+TYPEFLOW_NOINLINE inline void add_seeds(grad_sink& out, const void* key, const expr_ref* seeds, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) out.add(key, seeds[k]);
+}
+template <class L>
+void leaf_backward(const void* root, const expr_ref* seeds, std::size_t n, grad_sink& out) {
+    if constexpr (slot_leaf_v<L>) add_seeds(out, sink_key<L>(root), seeds, n);  // constants: nothing
+}
+
+// The normal form of a hidden expression E: E with its k-th distinct
+// variable, placeholder or tf::expr type replaced by expr_slot<k, ...> (the
+// other leaves, constants, stay). Expressions of one structure over leaves
+// of the same dtypes and shapes have one normal form, so the tables and the
+// vector-Jacobian product compiled for it serve them all. Its object is
+// built at run time from E's: the same states with the slot leaves filled
+// (a variable or placeholder by a new tf::expr hiding it, a tf::expr by
+// itself); pure nodes stay merged as in E. Not applied to expressions with
+// assignments (their variables are written, not read).
+template <class Nodes, std::size_t I>
+struct slot_index;
+template <class... Ts, std::size_t I>
+struct slot_index<meta::list<Ts...>, I>
+    : std::integral_constant<std::size_t, meta::sum_first({std::size_t{slot_leaf_v<Ts>}...}, I)> {};
+template <class Nodes, class N, bool Leaf = N::is_leaf, bool Slot = slot_leaf_v<N>>
+struct normal_node {
+    using type = N;  // a constant
+};
+template <class Nodes, class N>
+struct normal_node<Nodes, N, true, true> {
+    using type = typeflow::detail::expr_slot<slot_index<Nodes, meta::index_of<Nodes, N>::value>::value, value_type_t<N>,
+                                             shape_t<N>, device_t<N>>;
+};
+template <class Nodes, class Op, class... C>
+struct normal_node<Nodes, node<Op, C...>, false, false> {
+    using type = node<Op, typename normal_node<Nodes, C>::type...>;
+};
+
+// What the rebuild does with node i of E (plain data; see rebuild_normal).
+struct normal_action {
+    enum kind_t : std::uint8_t { op, keep, wrap, share } kind = op;
+    void (*store)(typeflow::detail::node_state*, const void*) noexcept = nullptr;  // keep: copies the leaf
+    expr_ref (*ref)(const void*) = nullptr;  // wrap: a new tf::expr hiding the leaf (owned); share: the tf::expr's own
+    const void* (*identity)(const void*) = nullptr;  // wrap: what makes two leaves one (sink_key)
+    void (*store_slot)(typeflow::detail::node_state*, const expr_ref&) = nullptr;  // wrap, share
+};
+template <class Slot>
+void store_slot(typeflow::detail::node_state* s, const expr_ref& r) {
+    const Slot x = expr_access::adopt<Slot>(r);
+    typeflow::detail::leaf_child_ops<Slot>::store(s, &x);
+}
+template <class L>
+expr_ref wrap_leaf(const void* p) {
+    const expr<value_type_t<L>, shape_t<L>, device_t<L>> e = *static_cast<const L*>(p);
+    const expr_ref r = expr_access::ref(e);
+    r.state->refs.fetch_add(1, std::memory_order_relaxed);  // owned by the caller
+    return r;
+}
+template <class L>
+expr_ref share_expr(const void* p) {
+    return expr_access::ref(*static_cast<const L*>(p));
+}
+template <class L>
+constexpr expr_ref (*slot_ref())(const void*) {
+    if constexpr (typeflow::detail::is_expr_v<L>) return &share_expr<L>;
+    else return &wrap_leaf<L>;
+}
+template <class Slot, class L, bool IsSlot = slot_leaf_v<L>>
+struct leaf_action {
+    static constexpr normal_action value{normal_action::keep, &typeflow::detail::leaf_child_ops<L>::store};
+};
+template <class Slot, class L>
+struct leaf_action<Slot, L, true> {
+    static constexpr bool shares = typeflow::detail::is_expr_v<L>;
+    static constexpr normal_action value{shares ? normal_action::share : normal_action::wrap, nullptr,
+                                         slot_ref<L>(), &sink_key<L>,
+                                         &store_slot<Slot>};
+};
+struct op_action {
+    static constexpr normal_action value{};
+};
+template <class Nodes, class N, bool Leaf = N::is_leaf>
+struct action_of {
+    using type = op_action;
+};
+template <class Nodes, class N>
+struct action_of<Nodes, N, true> {
+    using type = leaf_action<typename normal_node<Nodes, N>::type, N>;
+};
+
+// Plain code of the rebuild: node i's new state from its old state `o`.
+struct normal_rebuild {
+    const graph::edge* edges;
+    const std::size_t* first_edge;
+    const graph::node_flags* flags;
+    const normal_action* const* act;
+    typeflow::detail::pod_vector<typeflow::detail::node_state*> by_node;  // pure nodes: the state made for node i
+    typeflow::detail::key_map by_state;                                  // impure nodes: old state -> made[k]
+    typeflow::detail::pod_vector<typeflow::detail::node_state*> made;
+    typeflow::detail::key_map wrapper_of;  // a wrapped leaf's identity -> wrappers[k]
+    typeflow::detail::pod_vector<expr_ref> wrappers;
+
+    // the new root state (one reference, the caller's); the rest is held by it
+    typeflow::detail::node_state* root(std::size_t n, const void* e);
+    typeflow::detail::node_state* node(std::size_t i, typeflow::detail::node_state* o) {
+        using typeflow::detail::node_state;
+        const bool pure = flags[i].pure;
+        if (pure && by_node[i]) return by_node[i];
+        if (!pure) {
+            const std::uint32_t k = by_state.find(o, 0);
+            if (k != typeflow::detail::key_map::none) return made[k];
+        }
+        node_state* s = typeflow::detail::new_node_state(first_edge[i + 1] - first_edge[i]);
+        s->origin = o->origin ? o->origin : o;  // the same node: fetched beside it, it runs once
+        s->origin->refs.fetch_add(1, std::memory_order_relaxed);
+        made.push_back(s);
+        if (pure) by_node[i] = s;
+        else by_state.insert(o, 0, static_cast<std::uint32_t>(made.size() - 1));
+        for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e) {
+            const std::size_t c = edges[e].child;
+            const void* bytes = o->slots()[e - first_edge[i]].bytes;
+            const normal_action& a = *act[c];
+            switch (a.kind) {
+            case normal_action::op: {
+                node_state* cs = node(c, static_cast<const typeflow::detail::node_handle*>(bytes)->get());
+                cs->refs.fetch_add(1, std::memory_order_relaxed);
+                const typeflow::detail::node_handle h(cs);
+                typeflow::detail::node_child_ops::store(s, &h);
+                break;
+            }
+            case normal_action::keep: a.store(s, bytes); break;
+            case normal_action::share: a.store_slot(s, a.ref(bytes)); break;
+            case normal_action::wrap: {
+                const void* id = a.identity(bytes);
+                std::uint32_t k = wrapper_of.find(id, 0);
+                if (k == typeflow::detail::key_map::none) {
+                    k = static_cast<std::uint32_t>(wrappers.size());
+                    wrappers.push_back(a.ref(bytes));
+                    wrapper_of.insert(id, 0, k);
+                }
+                a.store_slot(s, wrappers[k]);
+                break;
+            }
+            }
+        }
+        return s;
+    }
+};
+// E's normal-form state from E's object e (one reference, the caller's).
+TYPEFLOW_NOINLINE inline typeflow::detail::node_state* rebuild_normal(const graph::edge* edges, const std::size_t* first_edge,
+                                                                   const graph::node_flags* flags,
+                                                                   const normal_action* const* act, std::size_t n,
+                                                                   const void* e) {
+    normal_rebuild b{edges, first_edge, flags, act, {}, {}, {}, {}, {}};
+    return b.root(n, e);
+}
+inline typeflow::detail::node_state* normal_rebuild::root(std::size_t n, const void* e) {
+    by_node.resize(n);
+    typeflow::detail::node_state* r = node(n - 1, static_cast<const typeflow::detail::node_handle*>(e)->get());
+    for (typeflow::detail::node_state* s : made)
+        if (s != r) typeflow::detail::node_handle release(s);
+    for (const expr_ref& w : wrappers) typeflow::detail::node_handle release(w.state);
+    return r;
+}
+
+template <class G, class L = typename G::nodes>
+struct normal_tables;
+template <class G, class... Ts>
+struct normal_tables<G, meta::list<Ts...>> {
+    static constexpr const normal_action* act[sizeof...(Ts)] = {&action_of<meta::list<Ts...>, Ts>::type::value...};
+};
+template <class L>
+struct has_assign;
+template <class... Ts>
+struct has_assign<meta::list<Ts...>> : std::bool_constant<(graph::is_assign<Ts>::value || ...)> {};
+template <class L>
+struct has_slot_leaf;
+template <class... Ts>
+struct has_slot_leaf<meta::list<Ts...>> : std::bool_constant<(slot_leaf_v<Ts> || ...)> {};
+
+template <class E>
+struct normal_form {
+    using G = graph::graph_of<E>;
+    static constexpr bool applies = !has_assign<typename G::nodes>::value && has_slot_leaf<typename G::nodes>::value;
+    using type = typename normal_node<typename G::nodes, E>::type;
+    static type make(const E& e) {
+        return type(typeflow::detail::adopt_state_tag{},
+                    typeflow::detail::node_handle(rebuild_normal(G::edges.data(), G::first_edge.data(),
+                                                                 G::flags.data(), normal_tables<G>::act, G::size, &e)));
+    }
+};
+}  // namespace runtime::detail
+
+}  // namespace typeflow
