@@ -1,0 +1,16 @@
+// typeflow/backend/reference/ops/gradient_ops.hpp — reference reduced_count.
+#pragma once
+#include <typeflow/expr/ops/gradient_ops.hpp>
+#include <typeflow/kernel/kernel.hpp>
+
+namespace typeflow {
+
+template <index_t... Axes>
+struct kernel<reference, op::reduced_count<Axes...>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        *out = static_cast<value_type_t<N>>(op::reduced_count<Axes...>::count(ctx.dims_of(n.template child<0>())));
+    }
+};
+
+}  // namespace typeflow

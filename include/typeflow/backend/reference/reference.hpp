@@ -1,0 +1,11 @@
+// typeflow/backend/reference/reference.hpp — the reference backend (device
+// `typeflow::reference`): naive loops that the CPU backend is tested against.
+#pragma once
+#include <typeflow/backend/reference/fused.hpp>
+#include <typeflow/backend/reference/ops/gradient_ops.hpp>
+#include <typeflow/backend/reference/ops/group.hpp>
+#include <typeflow/backend/reference/ops/linalg.hpp>
+#include <typeflow/backend/reference/ops/matmul.hpp>
+#include <typeflow/backend/reference/ops/nn.hpp>
+#include <typeflow/backend/reference/ops/reduce.hpp>
+#include <typeflow/backend/reference/ops/transpose.hpp>
