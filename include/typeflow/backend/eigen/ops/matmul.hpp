@@ -1,6 +1,9 @@
 // typeflow/backend/eigen/ops/matmul.hpp — matmul through Eigen's GEMM and GEMV
 // kernels (or the BLAS Eigen is built against with EIGEN_USE_BLAS).
 #pragma once
+#include <algorithm>
+#include <cstddef>
+
 #include <Eigen/Core>
 
 #include <typeflow/kernel/kernel.hpp>
@@ -24,8 +27,9 @@ void gemv(index_t rows, index_t cols, const T* mat, index_t ld, const T* v, T* o
         rows, cols, lhs_map(mat, ld), rhs_map(v, 1), out, 1, T(1));
 }
 
-/// C = op(A) * op(B) for one row-major m x n matrix C, where op(A) is m x k
-/// (A stored row-major, m x k, or transposed, k x m) and op(B) is k x n.
+/// C = op(A) * op(B) for one row-major m x n matrix C (rows ldc apart),
+/// where op(A) is m x k and op(B) is k x n: A stored row-major (m x k, rows
+/// lda apart) or transposed (k x m, rows lda apart), likewise B.
 ///
 /// Calls the kernels `C.noalias() = A * B` reaches (GEMM, or GEMV when m or n
 /// is 1, a plain loop for tiny products) directly: the expression's dispatch
@@ -33,33 +37,86 @@ void gemv(index_t rows, index_t cols, const T* mat, index_t ld, const T* v, T* o
 /// (0.6 s of 1.1 s per product form with GCC 12, benchmarks/RESULTS.md).
 /// One function per dtype and transpose pair; with
 /// TYPEFLOW_SEPARATE_COMPILATION the float and double ones are compiled once,
-/// in typeflow/src.hpp. Single-threaded (Eigen's OpenMP split is not used).
+/// in typeflow/src.hpp. Single-threaded (Eigen's OpenMP split is not used):
+/// the matmul kernel splits C into blocks over the session's threads.
 template <class T, bool TA, bool TB>
-TYPEFLOW_NOINLINE void gemm(index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+TYPEFLOW_NOINLINE void gemm_ld(index_t m, index_t n, index_t k, const T* a, index_t lda, const T* b, index_t ldb, T* c,
+                               index_t ldc) {
     if (m <= 0 || n <= 0) return;
-    for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
+    for (index_t i = 0; i < m; ++i)
+        for (index_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
     if (k <= 0) return;
     // element (i, p) of op(A) and (p, j) of op(B)
-    const index_t lda = TA ? m : k, ldb = TB ? k : n;
     if (m + n + k < 20) {  // where Eigen takes its coefficient-based product
         for (index_t i = 0; i < m; ++i)
             for (index_t j = 0; j < n; ++j)
                 for (index_t p = 0; p < k; ++p)
-                    c[i * n + j] += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
+                    c[i * ldc + j] += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
         return;
     }
-    if (n == 1) return gemv<T, !TA>(m, k, a, lda, b, c);  // c = op(A) b
-    if (m == 1) return gemv<T, TB>(n, k, b, ldb, a, c);   // c^T = op(B)^T a^T, op(B)^T n x k
+    if (n == 1) {  // c = op(A) b, c strided when ldc != 1
+        if (ldc == 1) return gemv<T, !TA>(m, k, a, lda, b, c);
+        Eigen::Matrix<T, Eigen::Dynamic, 1> t = Eigen::Matrix<T, Eigen::Dynamic, 1>::Zero(m);
+        gemv<T, !TA>(m, k, a, lda, b, t.data());
+        for (index_t i = 0; i < m; ++i) c[i * ldc] = t[i];
+        return;
+    }
+    if (m == 1) return gemv<T, TB>(n, k, b, ldb, a, c);  // c^T = op(B)^T a^T, op(B)^T n x k
     Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(
         m, n, k, 1, true);
     Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, TA ? Eigen::ColMajor : Eigen::RowMajor, false, T,
                                                    TB ? Eigen::ColMajor : Eigen::RowMajor, false, Eigen::RowMajor,
-                                                   1>::run(m, n, k, a, lda, b, ldb, c, 1, n, T(1), blocking, nullptr);
+                                                   1>::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
+}
+
+/// gemm_ld for contiguous operands: C m x n, op(A) m x k, op(B) k x n.
+template <class T, bool TA, bool TB>
+inline void gemm(index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+    gemm_ld<T, TA, TB>(m, n, k, a, TA ? m : k, b, TB ? k : n, c, n);
+}
+
+/// Multiply-adds below which a product stays on one thread (a fork-join
+/// costs microseconds).
+inline constexpr index_t parallel_gemm_grain = 1 << 16;
+/// Block boundaries are multiples of these (rows of C, columns of C), so each
+/// element of C takes the same path through Eigen's kernels (register blocks
+/// of nr rows, mr = 3 packets of columns (48 floats with AVX-512); GEMV row
+/// groups of up to 8 packets (128)) whatever the split:
+/// a product is then bit-identical for every thread count.
+inline constexpr index_t gemm_row_align = 16, gemm_col_align = 384;
+
+/// C = op(A) op(B) (one product, as gemm), split over par's threads into
+/// contiguous blocks of rows of C (or of columns, when the rows are few),
+/// one gemm call per block: each element of C is computed by one thread.
+template <class T, bool TA, bool TB>
+void gemm_parallel(const parallel_ctx& par, index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+    const index_t work = m * n * (k > 0 ? k : 1);
+    const index_t cap = std::min<index_t>(par.threads, work / parallel_gemm_grain);
+    // blocks of whole alignment units; the last block takes the remainder, so
+    // no block is a single row or column (which would take the GEMV path)
+    const index_t row_units = std::max<index_t>(1, m / gemm_row_align);
+    const index_t col_units = std::max<index_t>(1, n / gemm_col_align);
+    const bool rows = n == 1 || (m != 1 && row_units >= std::min(cap, col_units));
+    const index_t units = rows ? row_units : col_units;
+    const index_t parts = std::min(cap, units);
+    if (parts <= 1) return gemm<T, TA, TB>(m, n, k, a, b, c);
+    const index_t lda = TA ? m : k, ldb = TB ? k : n;
+    par.for_each_task(static_cast<std::size_t>(parts), [&](std::size_t t) {
+        const index_t align = rows ? gemm_row_align : gemm_col_align, extent = rows ? m : n;
+        const index_t u0 = units * static_cast<index_t>(t) / parts, u1 = units * static_cast<index_t>(t + 1) / parts;
+        const index_t b0 = u0 * align, b1 = u1 == units ? extent : u1 * align;
+        if (b0 >= b1) return;
+        if (rows)  // rows b0..b1 of C: rows of op(A)
+            gemm_ld<T, TA, TB>(b1 - b0, n, k, TA ? a + b0 : a + b0 * lda, lda, b, ldb, c + b0 * n, n);
+        else  // columns b0..b1 of C: columns of op(B)
+            gemm_ld<T, TA, TB>(m, b1 - b0, k, a, lda, TB ? b + b0 * ldb : b + b0, ldb, c + b0, n);
+    });
 }
 
 // The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
 // typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
-#define TYPEFLOW_GEMM_INSTANCE(KW, T, TA, TB) KW void gemm<T, TA, TB>(index_t, index_t, index_t, const T*, const T*, T*);
+#define TYPEFLOW_GEMM_INSTANCE(KW, T, TA, TB) \
+    KW void gemm_ld<T, TA, TB>(index_t, index_t, index_t, const T*, index_t, const T*, index_t, T*, index_t);
 #define TYPEFLOW_GEMM_INSTANCES(KW, T) \
     TYPEFLOW_GEMM_INSTANCE(KW, T, false, false) TYPEFLOW_GEMM_INSTANCE(KW, T, true, false) \
     TYPEFLOW_GEMM_INSTANCE(KW, T, false, true) TYPEFLOW_GEMM_INSTANCE(KW, T, true, true)
@@ -88,8 +145,23 @@ struct kernel<cpu, op::matmul<TA, TB>> {
         const dims& big = a.rank >= b.rank ? a : b;
         for (std::size_t i = 0; i + 2 < big.rank; ++i) batches *= big.d[i];
         const index_t sa = a.rank > 2 ? ar * ac : 0, sb = b.rank > 2 ? br * bc : 0;
-        for (index_t i = 0; i < batches; ++i)
-            backend::eigen::detail::gemm<value_type_t<N>, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
+        using T = value_type_t<N>;
+        const parallel_ctx& par = ctx.par;
+        if (par.threads > 1 && batches > 1 && batches >= par.threads &&
+            m * nn * (k > 0 ? k : 1) * batches >= 2 * backend::eigen::detail::parallel_gemm_grain) {
+            // whole products per thread (each one as on one thread)
+            par.for_range(batches, 1, [&](std::size_t, index_t b0, index_t b1) {
+                for (index_t i = b0; i < b1; ++i)
+                    backend::eigen::detail::gemm<T, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
+            });
+            return;
+        }
+        for (index_t i = 0; i < batches; ++i) {
+            if (par.threads > 1)
+                backend::eigen::detail::gemm_parallel<T, TA, TB>(par, m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
+            else
+                backend::eigen::detail::gemm<T, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
+        }
     }
 };
 

@@ -14,14 +14,31 @@
 
 namespace typeflow::backend::eigen {
 
-/// softmax (or log_softmax when Log) of `in` (extents d) along axis `ax` into `out`.
+/// Elements below which a softmax, log_softmax or one_hot stays on one thread.
+inline constexpr index_t parallel_softmax_grain = 16384;
+
+/// softmax (or log_softmax when Log) of `in` (extents d) along axis `ax` into
+/// `out`; the outer index (rows) split over par's threads where there is
+/// enough work (each row computed as on one thread).
 template <bool Log, class T>
-void softmax_into(const T* in, const dims& d, std::size_t ax, T* out) {
+void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const parallel_ctx& par = {}) {
     index_t outer = 1, inner = 1;
     for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
     for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
     const index_t len = d.d[ax];
     if (len == 0 || outer == 0 || inner == 0) return;
+    if (par.threads > 1 && outer >= 2) {
+        const index_t parts = std::min<index_t>({par.threads, outer, outer * len * inner / parallel_softmax_grain});
+        if (parts >= 2) {
+            par.for_range(outer, (outer + parts - 1) / parts, [&](std::size_t, index_t o0, index_t o1) {
+                dims sub = d;
+                for (std::size_t i = 0; i < ax; ++i) sub.d[i] = 1;
+                if (ax > 0) sub.d[0] = o1 - o0;
+                softmax_into<Log>(in + o0 * len * inner, sub, ax, out + o0 * len * inner);
+            });
+            return;
+        }
+    }
     if (inner == 1) {  // the axis is contiguous: one row per example
         using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
         for (index_t o = 0; o < outer; ++o) {
@@ -65,7 +82,8 @@ struct kernel<cpu, op::softmax_along<Log, Axis>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const dims d = ctx.dims_of(n.template child<0>());
-        backend::eigen::softmax_into<Log>(ctx.input(n.template child<0>()), d, op::softmax_along<Log, Axis>::axis(d.rank), out);
+        backend::eigen::softmax_into<Log>(ctx.input(n.template child<0>()), d, op::softmax_along<Log, Axis>::axis(d.rank), out,
+                                          ctx.par);
     }
 };
 
@@ -75,14 +93,21 @@ struct kernel<cpu, op::one_hot<Depth, T>> {
     static void run(const N& n, const Ctx& ctx, T* out) {
         const auto* labels = ctx.input(n.template child<0>());
         const index_t count = ctx.dims_of(n.template child<0>()).numel();
-        for (index_t i = 0; i < count; ++i) {
-            const auto l = labels[i];
-            if (l < 0 || l >= Depth)
-                typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << l << " at flat index " << i
-                                                                    << " is out of range [0, " << Depth << ")");
-        }
-        std::fill(out, out + count * Depth, T(0));
-        for (index_t i = 0; i < count; ++i) out[i * Depth + static_cast<index_t>(labels[i])] = T(1);
+        // labels [i0, i1): checked, then their rows written (a bad label
+        // throws tf::error, from whichever thread holds it)
+        auto block = [&](index_t i0, index_t i1) {
+            for (index_t i = i0; i < i1; ++i) {
+                const auto l = labels[i];
+                if (l < 0 || l >= Depth)
+                    typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << l << " at flat index " << i
+                                                                        << " is out of range [0, " << Depth << ")");
+            }
+            std::fill(out + i0 * Depth, out + i1 * Depth, T(0));
+            for (index_t i = i0; i < i1; ++i) out[i * Depth + static_cast<index_t>(labels[i])] = T(1);
+        };
+        const index_t parts = ctx.par.threads > 1 ? std::min<index_t>(ctx.par.threads, count * Depth / backend::eigen::parallel_softmax_grain) : 1;
+        if (parts < 2) return block(0, count);
+        ctx.par.for_range(count, (count + parts - 1) / parts, [&](std::size_t, index_t i0, index_t i1) { block(i0, i1); });
     }
 };
 

@@ -1,6 +1,8 @@
 // typeflow/backend/eigen/ops/reduce.hpp — reductions over axes, argmax/argmin.
 #pragma once
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <limits>
 
 #include <Eigen/Core>
@@ -45,63 +47,139 @@ void combine_into(Y&& y, const X& x) {
 }
 }  // namespace detail
 
-/// Reduces `in` (extents d) over the axes marked in `m` into `out`.
-template <reduction R, class T>
-void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& m, T* out) {
-    using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
-    // collapse into alternating runs of kept / reduced axes (extents of 1 dropped)
+namespace detail {
+/// The extents of a reduction collapsed into alternating runs of kept and
+/// reduced axes (extents of 1 dropped).
+struct reduce_runs {
     std::array<index_t, max_rank> ext{};
     std::array<bool, max_rank> red{};
     std::size_t r = 0;
     index_t out_n = 1, red_n = 1;
+};
+inline reduce_runs collapse_runs(const dims& d, const typeflow::detail::axis_mask& m) {
+    reduce_runs c;
     for (std::size_t i = 0; i < d.rank; ++i) {
-        if (m.reduced[i]) red_n *= d.d[i];
-        else out_n *= d.d[i];
+        if (m.reduced[i]) c.red_n *= d.d[i];
+        else c.out_n *= d.d[i];
         if (d.d[i] == 1) continue;
-        if (r > 0 && red[r - 1] == m.reduced[i]) {
-            ext[r - 1] *= d.d[i];
+        if (c.r > 0 && c.red[c.r - 1] == m.reduced[i]) {
+            c.ext[c.r - 1] *= d.d[i];
         } else {
-            ext[r] = d.d[i];
-            red[r] = m.reduced[i];
-            ++r;
+            c.ext[c.r] = d.d[i];
+            c.red[c.r] = m.reduced[i];
+            ++c.r;
         }
     }
+    return c;
+}
+/// Combines the collapsed input `in` into `out` (holding the identity);
+/// when the innermost run is kept, only its columns [j0, j1).
+template <reduction R, class T>
+void reduce_runs_into(const T* in, const reduce_runs& c, T* out, index_t j0, index_t j1) {
+    using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    // output strides of the kept runs
+    std::array<index_t, max_rank> ost{};
+    index_t s = 1;
+    for (std::size_t i = c.r; i-- > 0;)
+        if (!c.red[i]) {
+            ost[i] = s;
+            s *= c.ext[i];
+        }
+    const std::size_t last = c.r - 1;
+    const index_t inner = c.ext[last];
+    index_t outer = 1;
+    for (std::size_t i = 0; i < last; ++i) outer *= c.ext[i];
+    std::array<index_t, max_rank> idx{};
+    const T* p = in;
+    for (index_t b = 0; b < outer; ++b, p += inner) {
+        index_t oo = 0;
+        for (std::size_t i = 0; i < last; ++i) oo += idx[i] * ost[i];
+        if (c.red[last]) {
+            Eigen::Map<const arr> x(p, inner);
+            out[oo] = detail::combine<R>(out[oo], static_cast<T>(detail::reduce_all<R>(x)));
+        } else {
+            detail::combine_into<R>(Eigen::Map<arr>(out + oo + j0, j1 - j0), Eigen::Map<const arr>(p + j0, j1 - j0));
+        }
+        for (std::size_t i = last; i-- > 0;) {
+            if (++idx[i] < c.ext[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+}  // namespace detail
+
+/// Input elements below which a reduction stays on one thread.
+inline constexpr index_t parallel_reduce_grain = 32768;
+/// The most partial results of a full reduction (one per chunk).
+inline constexpr index_t max_reduce_chunks = 64;
+
+/// Reduces `in` (extents d) over the axes marked in `m` into `out`, split
+/// over par's threads where the input is large enough:
+///   - over the outermost kept run of axes, or the innermost one (columns),
+///     when there is one: each output element is computed by one thread, in
+///     the same order as on one thread (results independent of the threads);
+///   - a full reduction splits the input into one contiguous chunk per
+///     thread, and the chunks' results are combined in chunk order: the
+///     result is reproducible for a given thread count.
+/// Other patterns (a reduced run outermost and innermost) run on one thread.
+template <reduction R, class T>
+void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& m, T* out, const parallel_ctx& par = {}) {
+    using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    const detail::reduce_runs c = detail::collapse_runs(d, m);
+    const index_t out_n = c.out_n, red_n = c.red_n;
+    constexpr T id = detail::identity_of<R, T>();
+    const index_t numel = out_n * red_n;
+    const index_t parts = par.threads > 1 && c.r > 0 && red_n > 0
+                              ? std::min<index_t>({par.threads, numel / parallel_reduce_grain, max_reduce_chunks})
+                              : 1;
+    const std::size_t last = c.r > 0 ? c.r - 1 : 0;
+    if (parts >= 2 && !c.red[0] && c.ext[0] >= 2) {  // split the outermost kept run
+        const index_t in_step = numel / c.ext[0], out_step = out_n / c.ext[0];
+        par.for_range(c.ext[0], (c.ext[0] + parts - 1) / parts, [&](std::size_t, index_t i0, index_t i1) {
+            detail::reduce_runs sub = c;
+            sub.ext[0] = i1 - i0;
+            T* o = out + i0 * out_step;
+            const index_t on = (i1 - i0) * out_step;
+            std::fill(o, o + on, id);
+            detail::reduce_runs_into<R>(in + i0 * in_step, sub, o, 0, c.red[last] ? 0 : sub.ext[last]);
+            if constexpr (R == reduction::mean) Eigen::Map<arr>(o, on) /= static_cast<T>(red_n);
+        });
+        return;
+    }
+    if (parts >= 2 && !c.red[last] && c.ext[last] >= 2 * parts) {  // split the innermost kept run's columns
+        const index_t inner = c.ext[last], rows = out_n / inner;
+        par.for_range(inner, (inner + parts - 1) / parts, [&](std::size_t, index_t j0, index_t j1) {
+            for (index_t q = 0; q < rows; ++q) std::fill(out + q * inner + j0, out + q * inner + j1, id);
+            detail::reduce_runs_into<R>(in, c, out, j0, j1);
+            if constexpr (R == reduction::mean)
+                for (index_t q = 0; q < rows; ++q) Eigen::Map<arr>(out + q * inner + j0, j1 - j0) /= static_cast<T>(red_n);
+        });
+        return;
+    }
+    if (parts >= 2 && c.r == 1 && c.red[0]) {  // a full reduction: fixed chunks, combined in order
+        std::array<T, max_reduce_chunks> partial;
+        partial.fill(id);
+        par.for_range(numel, (numel + parts - 1) / parts, [&](std::size_t t, index_t b, index_t e) {
+            partial[t] = static_cast<T>(detail::reduce_all<R>(Eigen::Map<const arr>(in + b, e - b)));
+        });
+        T acc = id;
+        for (index_t t = 0; t < parts; ++t) acc = detail::combine<R>(acc, partial[static_cast<std::size_t>(t)]);
+        out[0] = acc;
+        if constexpr (R == reduction::mean) out[0] /= static_cast<T>(red_n);
+        return;
+    }
     Eigen::Map<arr> o(out, out_n);
-    o.setConstant(detail::identity_of<R, T>());
+    o.setConstant(id);
     if (out_n == 0) return;
     if (red_n == 0) {  // an empty reduction: the identity (mean: NaN, or 0 for integers)
         if constexpr (R == reduction::mean)
             o.setConstant(std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0));
         return;
     }
-    if (r == 0) {  // every extent is 1
+    if (c.r == 0) {  // every extent is 1
         out[0] = in[0];
     } else {
-        // output strides of the kept runs
-        std::array<index_t, max_rank> ost{};
-        index_t s = 1;
-        for (std::size_t i = r; i-- > 0;)
-            if (!red[i]) {
-                ost[i] = s;
-                s *= ext[i];
-            }
-        const std::size_t last = r - 1;
-        const index_t inner = ext[last];
-        index_t outer = 1;
-        for (std::size_t i = 0; i < last; ++i) outer *= ext[i];
-        std::array<index_t, max_rank> idx{};
-        const T* p = in;
-        for (index_t b = 0; b < outer; ++b, p += inner) {
-            index_t oo = 0;
-            for (std::size_t i = 0; i < last; ++i) oo += idx[i] * ost[i];
-            Eigen::Map<const arr> x(p, inner);
-            if (red[last]) out[oo] = detail::combine<R>(out[oo], static_cast<T>(detail::reduce_all<R>(x)));
-            else detail::combine_into<R>(Eigen::Map<arr>(out + oo, inner), x);
-            for (std::size_t i = last; i-- > 0;) {
-                if (++idx[i] < ext[i]) break;
-                idx[i] = 0;
-            }
-        }
+        detail::reduce_runs_into<R>(in, c, out, 0, c.red[last] ? 0 : c.ext[last]);
     }
     if constexpr (R == reduction::mean) o /= static_cast<T>(red_n);
 }
@@ -115,7 +193,8 @@ struct kernel<cpu, op::reduce<R, Keep, Axes...>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const dims d = ctx.dims_of(n.template child<0>());
-        backend::eigen::reduce_into<R>(ctx.input(n.template child<0>()), d, typeflow::detail::make_axis_mask<Axes...>(d.rank), out);
+        backend::eigen::reduce_into<R>(ctx.input(n.template child<0>()), d, typeflow::detail::make_axis_mask<Axes...>(d.rank), out,
+                                       ctx.par);
     }
 };
 
@@ -131,24 +210,35 @@ struct kernel<cpu, op::arg_reduce<IsMax, Axis>> {
         for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
         for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
         const index_t len = d.d[ax];
-        for (index_t o = 0; o < outer; ++o) {
-            std::int64_t* res = out + o * inner;
-            const T* base = in + o * len * inner;
-            for (index_t i = 0; i < inner; ++i) {
-                std::int64_t bi = 0;
-                T bv = base[i];
-                for (index_t l = 1; l < len; ++l) {
-                    const T v = base[l * inner + i];
-                    // NaN wins, as in NumPy; on ties the first index is kept
-                    const bool better = IsMax ? (v > bv || (v != v && bv == bv)) : (v < bv || (v != v && bv == bv));
-                    if (better) {
-                        bv = v;
-                        bi = l;
+        // outputs [q0, q1) of the flattened (outer, inner) index: one thread each
+        auto block = [&](index_t q0, index_t q1) {
+            for (index_t q = q0; q < q1;) {
+                const index_t o = q / inner, i0 = q % inner, i1 = std::min(inner, i0 + (q1 - q));
+                std::int64_t* res = out + o * inner;
+                const T* base = in + o * len * inner;
+                for (index_t i = i0; i < i1; ++i) {
+                    std::int64_t bi = 0;
+                    T bv = base[i];
+                    for (index_t l = 1; l < len; ++l) {
+                        const T v = base[l * inner + i];
+                        // NaN wins, as in NumPy; on ties the first index is kept
+                        const bool better =
+                            IsMax ? (v > bv || (v != v && bv == bv)) : (v < bv || (v != v && bv == bv));
+                        if (better) {
+                            bv = v;
+                            bi = l;
+                        }
                     }
+                    res[i] = bi;
                 }
-                res[i] = bi;
+                q += i1 - i0;
             }
-        }
+        };
+        const index_t outputs = outer * inner;
+        if (len == 0 || outputs == 0) return;
+        const index_t parts = ctx.par.threads > 1 ? std::min<index_t>(ctx.par.threads, outputs * len / backend::eigen::parallel_reduce_grain) : 1;
+        if (parts < 2) return block(0, outputs);
+        ctx.par.for_range(outputs, (outputs + parts - 1) / parts, [&](std::size_t, index_t q0, index_t q1) { block(q0, q1); });
     }
 };
 
