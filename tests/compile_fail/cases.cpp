@@ -6,6 +6,25 @@
 
 namespace tf = typeflow;
 
+namespace my {
+// An op with a CPU kernel and no reference kernel.
+struct cpu_only {
+    static constexpr tf::op_kind kind = tf::op_kind::kernel;
+    static constexpr std::string_view name = "cpu_only";
+    template <class A>
+    using traits = tf::result_traits<tf::value_type_t<A>, tf::shape_t<A>, tf::device_t<A>>;
+    static tf::dims infer(const tf::dims& a) { return a; }
+};
+}  // namespace my
+template <>
+struct tf::kernel<tf::cpu, my::cpu_only> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, tf::value_type_t<N>* out) {
+        const auto count = ctx.dims_of(n.template child<0>()).numel();
+        for (tf::index_t i = 0; i < count; ++i) out[i] = ctx.input(n.template child<0>())[i];
+    }
+};
+
 int main() {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 64>> x;
     tf::placeholder<"m", float, tf::shape<2, 3>> m;
@@ -37,6 +56,12 @@ int main() {
     tf::expr<float, tf::shape<tf::dyn, 3>> ok_expr = m * 2.0f;
     (void)ok_expr;
     s.run(ok_add, tf::feed(m, tf::tensor<float>({2, 3})));
+    tf::placeholder<"r", float, tf::shape<2, 3>, tf::reference> r;
+    s.run(tf::make_node<my::cpu_only>(m), tf::feed(m, tf::tensor<float>({2, 3})));  // runs on cpu
+    s.run(tf::to<tf::cpu>(r) * 2.0f, tf::feed(r, tf::tensor<float>({2, 3})));
+#ifdef TF_FAIL_no_kernel_for_device
+    auto bad = s.run(tf::make_node<my::cpu_only>(r), tf::feed(r, tf::tensor<float>({2, 3})));  // no kernel<reference, cpu_only>
+#endif
 
 #ifdef TF_FAIL_add_shape
     auto bad = m + v;  // [2,3] + [4]
@@ -158,7 +183,7 @@ int main() {
     defined(TF_FAIL_variable_dyn) || defined(TF_FAIL_feed_dtype) || defined(TF_FAIL_feed_vector_dyn) ||   \
     defined(TF_FAIL_session_gpu) || defined(TF_FAIL_shape_extent) || defined(TF_FAIL_shape_rank) ||       \
     defined(TF_FAIL_gpu_index) || defined(TF_FAIL_constant_dyn) || defined(TF_FAIL_tensor_index) ||       \
-    defined(TF_FAIL_view_colmajor)
+    defined(TF_FAIL_view_colmajor) || defined(TF_FAIL_no_kernel_for_device)
     (void)bad;
 #endif
 }
