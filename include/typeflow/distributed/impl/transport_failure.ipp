@@ -163,9 +163,4 @@ inline void transport_impl::wait_timed_out(const req_state& r) {
     throw error(failure());
 }
 
-inline void transport_impl::mismatch(peer_state& p, const frame_header& want, const frame_header& got) {
-    fail("mismatched collective with " + p.name + ": this task expects " + describe(want) + ", the peer sent " +
-         describe(got));
-}
-
 } // namespace typeflow::dist::detail

@@ -257,7 +257,6 @@ struct transport_impl {
     void fail_any(const std::string& reason);
     void abort_from_caller(const std::string& reason);
     [[noreturn]] void wait_timed_out(const req_state& r);
-    void mismatch(peer_state& p, const frame_header& want, const frame_header& got);
 
     // bootstrap and handshake (transport_bootstrap.ipp)
     void start();
@@ -282,6 +281,7 @@ struct transport_impl {
     rx rx_lost(peer_state& p, const error_code& ec, bool on_io);
     rx rx_fail(peer_state& p, const std::string& why, bool on_io);
     static bool same_op(const frame_header& a, const frame_header& b);
+    static std::string mismatch(const peer_state& p, const frame_header& want, const frame_header& got);
     rx begin_frame(peer_state& p, bool on_io);
     rx end_frame(peer_state& p, bool on_io);
     rx pump(peer_state& p, bool on_io, const req_state* r = nullptr);

@@ -59,6 +59,12 @@ inline bool transport_impl::same_op(const frame_header& a, const frame_header& b
            a.epoch == b.epoch && a.seq == b.seq && a.count == b.count && a.offset == b.offset && a.length == b.length;
 }
 
+/// The failure of a receive that expected `want` and got `got` from `p`.
+inline std::string transport_impl::mismatch(const peer_state& p, const frame_header& want, const frame_header& got) {
+    return "mismatched collective with " + p.name + ": this task expects " + describe(want) + ", the peer sent " +
+           describe(got);
+}
+
 /// Holding p.rmu: a header was parsed; decides where its payload goes.
 inline transport_impl::rx transport_impl::begin_frame(peer_state& p, bool on_io) {
     const auto& h = p.rx_h;
@@ -96,8 +102,7 @@ inline transport_impl::rx transport_impl::begin_frame(peer_state& p, bool on_io)
         // receives meanwhile delivers nothing and the front stays put.
         auto& req = p.recvq.front();
         if (!same_op(req->h, h)) {
-            const std::string why = "mismatched collective with " + p.name + ": this task expects " + describe(req->h) +
-                                    ", the peer sent " + describe(h);
+            const std::string why = mismatch(p, req->h, h);
             lk.unlock();
             return rx_fail(p, why, on_io);
         }
@@ -373,8 +378,7 @@ inline void transport_impl::deliver(peer_state& p) {
         auto req = p.recvq.front();
         auto& u = p.unexpected.front();
         if (!same_op(req->h, u.h))
-            return fail_any("mismatched collective with " + p.name + ": this task expects " + describe(req->h) +
-                            ", the peer sent " + describe(u.h));
+            return fail_any(mismatch(p, req->h, u.h));
         if (!writable(*req)) {
             delivery_blocked.store(true);
             return;
