@@ -96,6 +96,18 @@ inline void report(const char* workload, const contender& tf, const contender& p
     std::fflush(stdout);
 }
 
+/// The result lines of a run at 1 and n threads:
+///   `<workload> threads=1 typeflow=<us> <peer>=<us> ratio=<peer/typeflow>`
+///   `<workload> threads=<n> typeflow=<us> speedup=<t1/tn>`
+/// (the peer, hand-written Eigen, runs on one thread: see the benchmarks).
+inline void report_threads(const char* workload, const contender& tf1, const contender& peer, const contender& tfn,
+                           int n) {
+    const double t1 = tf1.median(), p = peer.median(), tn = tfn.median();
+    std::printf("%s threads=1 typeflow=%.1f %s=%.1f ratio=%.3f\n", workload, t1, peer.name.c_str(), p, p / t1);
+    std::printf("%s threads=%d typeflow=%.1f speedup=%.3f\n", workload, n, tn, t1 / tn);
+    std::fflush(stdout);
+}
+
 /// Largest |a-b| / (atol + rtol*|b|); <= 1 means within tolerance.
 template <class A, class B>
 double tolerance_ratio(const A* a, const B* b, long n, double rtol, double atol) {

@@ -14,7 +14,10 @@
 //           writes 64 MiB. The line "memcpy_traffic" copies 1.5 x 64 MiB
 //           instead, i.e. the same total traffic as the chain (192 MiB).
 //
-// All contenders run single-threaded (Eigen without OpenMP). The typeflow
+// typeflow runs twice, in a session of 1 thread and one of 2
+// (session_options{.threads}); the other contenders run single-threaded
+// (Eigen on 2 threads needs OpenMP, Eigen::setNbThreads, which this build
+// does not use; the chain is bandwidth-bound anyway). The typeflow
 // result tensor is released before the next run, so the session reuses its
 // buffer and no iteration allocates (a result still held by the caller would
 // make the session allocate a fresh one: copy on write). The typeflow result
@@ -50,8 +53,9 @@ int main() {
     const tf::tensor_view<const float> xv{X.data(), tf::dims{n}}, zv{Z.data(), tf::dims{n}};
     const tf::tensor_view<const float> avv{&av, tf::dims{}}, bvv{&bv, tf::dims{}};
 
-    tf::session s;
+    tf::session s{tf::session_options{.threads = 1}}, s2{tf::session_options{.threads = 2}};
     auto run_tf = [&] { return s.run(chain, tf::feed(x, xv), tf::feed(z, zv), tf::feed(a, avv), tf::feed(b, bvv)); };
+    auto run_tf2 = [&] { return s2.run(chain, tf::feed(x, xv), tf::feed(z, zv), tf::feed(a, avv), tf::feed(b, bvv)); };
     auto run_eigen = [&] { E = (av * X + bv).logistic() * Z + X * X; };
 
     // correctness
@@ -70,6 +74,11 @@ int main() {
         }
         std::fprintf(stderr, "fused_chain: typeflow == eigen within tolerance (worst %.3g of it); arena %zu bytes\n",
                      w, s.stats().arena_bytes);
+        const tf::tensor<float> t2 = run_tf2();
+        if (std::memcmp(t2.data(), t.data(), sizeof(float) * static_cast<std::size_t>(n)) != 0) {
+            std::fprintf(stderr, "fused_chain: typeflow at 2 threads differs from 1 thread\n");
+            return 1;
+        }
     }
 
     std::unique_ptr<float[]> src(new float[n + n / 2]), dst(new float[n + n / 2]);
@@ -90,6 +99,11 @@ int main() {
              bench::do_not_optimize(E.data());
              sink += E[(k++ * 9973) & (n - 1)];
          }},
+        {"typeflow_2t",
+         [&] {
+             const tf::tensor<float> t = run_tf2();
+             sink += t[(k++ * 9973) & (n - 1)];
+         }},
         {"memcpy",
          [&] {
              std::memcpy(dst.get(), src.get(), sizeof(float) * static_cast<std::size_t>(n));
@@ -104,14 +118,14 @@ int main() {
          }},
     };
     bench::measure(cs);
-    if (s.stats().rebinds != 1 || s.stats().plans_built != 1) {
+    if (s.stats().rebinds != 1 || s.stats().plans_built != 1 || s2.stats().plans_built != 1) {
         std::fprintf(stderr, "fused_chain: the session re-planned (%zu plans, %zu rebinds)\n", s.stats().plans_built,
                      s.stats().rebinds);
         return 1;
     }
-    bench::report("fused_chain", cs[0], cs[1]);
-    bench::report("fused_chain", cs[0], cs[2]);
-    bench::report("fused_chain", cs[0], cs[3]);
+    bench::report_threads("fused_chain", cs[0], cs[1], cs[2], 2);
+    bench::report("fused_chain", cs[0], cs[3]);  // typeflow= 1 thread
+    bench::report("fused_chain", cs[0], cs[4]);
     std::fprintf(stderr, "  (checksum %g)\n", sink);
     return 0;
 }

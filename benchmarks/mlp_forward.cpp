@@ -15,8 +15,12 @@
 // `((X*W1).rowwise() + b1).cwiseMax(0)`, Eigen would allocate a temporary for
 // the product on every call; the hand-written peer avoids that.)
 // The Eigen peer uses copies of typeflow's initial weights; the logits must
-// agree within 1e-4 (relative) or the program exits 1. Single-threaded.
+// agree within 1e-4 (relative) or the program exits 1. typeflow runs in a
+// session of 1 thread and in one of 2 (session_options{.threads}); the Eigen
+// peer runs on one thread (Eigen's own threaded GEMM needs OpenMP,
+// Eigen::setNbThreads, which this build does not use).
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include <Eigen/Core>
@@ -63,9 +67,10 @@ int main() {
     const rowvec eb1 = to_row(b1), eb2 = to_row(b2), eb3 = to_row(b3);
     mat H1(batch, 256), H2(batch, 128), L(batch, 10);
 
-    tf::session s;
+    tf::session s{tf::session_options{.threads = 1}}, s2{tf::session_options{.threads = 2}};
     const auto xv = tf::view(X);
     auto run_tf = [&] { return s.run(logits, tf::feed(x, xv)); };
+    auto run_tf2 = [&] { return s2.run(logits, tf::feed(x, xv)); };
     auto run_eigen = [&] {
         H1.noalias() = X * eW1;
         H1 = (H1.rowwise() + eb1).cwiseMax(0.f);
@@ -90,6 +95,11 @@ int main() {
         }
         std::fprintf(stderr, "mlp_forward: typeflow == eigen within tolerance (worst %.3g of it); arena %zu bytes\n", w,
                      s.stats().arena_bytes);
+        const tf::tensor<float> t2 = run_tf2();
+        if (std::memcmp(t2.data(), t.data(), sizeof(float) * static_cast<std::size_t>(t.size())) != 0) {
+            std::fprintf(stderr, "mlp_forward: typeflow at 2 threads differs from 1 thread\n");
+            return 1;
+        }
     }
 
     double sink = 0;
@@ -106,6 +116,11 @@ int main() {
              bench::do_not_optimize(L.data());
              sink += L.data()[(k++ * 97) % (batch * 10)];
          }},
+        {"typeflow_2t",
+         [&] {
+             const tf::tensor<float> t = run_tf2();
+             sink += t[(k++ * 97) % (batch * 10)];
+         }},
     };
     bench::measure(cs);
     if (s.stats().rebinds != 1 || s.stats().plans_built != 1) {
@@ -113,7 +128,7 @@ int main() {
                      s.stats().rebinds);
         return 1;
     }
-    bench::report("mlp_forward", cs[0], cs[1]);
+    bench::report_threads("mlp_forward", cs[0], cs[1], cs[2], 2);
     std::fprintf(stderr, "  (checksum %g)\n", sink);
     return 0;
 }

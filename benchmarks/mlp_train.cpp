@@ -8,7 +8,10 @@
 //   libtorch:  the same model with autograd and a hand-written SGD update
 //              (only when the build found libtorch: TYPEFLOW_HAVE_TORCH)
 //
-// All run single-threaded (OpenBLAS too) from the same initial weights; after one step the
+// typeflow runs in a session of 1 thread and in one of 2
+// (session_options{.threads}); the peers run single-threaded (OpenBLAS too;
+// Eigen's own threaded GEMM needs OpenMP, Eigen::setNbThreads, which this
+// build does not use) from the same initial weights; after one step the
 // updated weights of typeflow and Eigen (and libtorch) must agree within 1e-4
 // (relative) or the program exits 1.
 #include <cstdio>
@@ -137,11 +140,12 @@ int main() {
     }
     eigen_mlp ref(to_mat(W1), to_row(b1), to_mat(W2), to_row(b2), to_mat(W3), to_row(b3), batch, lr);
 
-    tf::session s;
+    tf::session s{tf::session_options{.threads = 1}}, s2{tf::session_options{.threads = 2}};
     const auto xv = tf::view(X);
     const auto yv = tf::view(labels, {batch});
     auto run_tf = [&] { return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv))); };
-    tf::session s_expr;
+    auto run_tf2 = [&] { return std::get<0>(s2.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv))); };
+    tf::session s_expr{tf::session_options{.threads = 1}};
     auto run_expr = [&] {
         return std::get<0>(s_expr.run(tf::fetch(loss_e, step_e), tf::feed(x, xv), tf::feed(y, yv)));
     };
@@ -210,20 +214,21 @@ int main() {
     std::vector<bench::contender> cs{
         {"typeflow", [&] { sink += run_tf()[0]; }},
         {"eigen", [&] { sink += ref.step(X, labels); }},
+        {"typeflow_2t", [&] { sink += run_tf2()[0]; }},
     };
 #ifdef TYPEFLOW_HAVE_TORCH
     cs.emplace_back("libtorch", [&] { sink += run_torch(); });
 #endif
     cs.emplace_back("typeflow_expr", [&] { sink += run_expr()[0]; });
     bench::measure(cs);
-    if (s.stats().rebinds != 1 || s.stats().plans_built != 1) {
+    if (s.stats().rebinds != 1 || s.stats().plans_built != 1 || s2.stats().plans_built != 1) {
         std::fprintf(stderr, "mlp_train: the session re-planned (%zu plans, %zu rebinds)\n", s.stats().plans_built,
                      s.stats().rebinds);
         return 1;
     }
-    bench::report("mlp_train", cs[0], cs[1]);
+    bench::report_threads("mlp_train", cs[0], cs[1], cs[2], 2);
 #ifdef TYPEFLOW_HAVE_TORCH
-    bench::report("mlp_train", cs[0], cs[2]);
+    bench::report("mlp_train", cs[0], cs[3]);  // typeflow= 1 thread
 #else
     std::fprintf(stderr, "mlp_train: libtorch was not found at build time; that peer is skipped\n");
 #endif

@@ -3,6 +3,10 @@
 # builds the benchmarks in ./build-bench (-O3 -march=native) and runs the CPU
 # training/forward benchmarks, printing typeflow/peer ratios; mlp_train runs
 # a second time built with -DTYPEFLOW_USE_BLAS=ON (./build-bench-blas).
+# typeflow runs at 1 and 2 threads (session_options{.threads}); each benchmark
+# prints `<workload> threads=1 typeflow=<us> eigen=<us> ratio=<eigen/typeflow>`
+# and `<workload> threads=2 typeflow=<us> speedup=<t1/t2>`. Run it on a quiet
+# machine: other processes on the cores take the second thread's share.
 #   bash scripts/bench.sh                 # all of them
 #   bash scripts/bench.sh mlp_train       # one
 set -euo pipefail
