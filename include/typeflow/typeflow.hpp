@@ -32,6 +32,7 @@
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/expr/ops/outputs.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/expr/ops/reshape.hpp>
 #include <typeflow/expr/ops/to_device.hpp>

@@ -19,14 +19,42 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/core/tensor.hpp>
 #include <typeflow/core/type_list.hpp>
 #include <typeflow/expr/node.hpp>
 
 namespace typeflow {
+
+/// Where a device's buffers come from: the plan keeps one arena per memory
+/// space for the nodes of the devices that use it.
+struct memory_space {
+    const char* name;
+    void* (*allocate)(std::size_t bytes);         // a block of at least `bytes`, aligned for any dtype
+    void (*free)(void* p, std::size_t bytes) noexcept;
+    void (*zero)(void* p, std::size_t bytes);     // fills a block with zero bytes
+};
+
+namespace detail {
+inline void zero_host(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
+inline void* allocate_host(std::size_t bytes) { return allocate_buffer(bytes); }
+inline void free_host(void* p, std::size_t bytes) noexcept { free_buffer(p, bytes); }
+}  // namespace detail
+
+/// The memory space of Device's tensors (specialised by a backend whose
+/// device has memory of its own).
+template <class Device>
+struct device_memory;
+/// Devices whose tensors live in host memory share the host's space.
+template <class Device>
+    requires host_memory_v<Device>
+struct device_memory<Device> {
+    static constexpr memory_space value{"host", &detail::allocate_host, &detail::free_host, &detail::zero_host};
+};
 
 /// The kernel of op Op on device Device (specialised by backends).
 template <class Device, class Op>
@@ -119,6 +147,7 @@ struct kernel_ctx {
     void* work = nullptr;    // the kernel's workspace in this run
     void* st = nullptr;      // the node's persistent state
     parallel_ctx par{};
+    void* const* outs = nullptr;  // outputs 1.. of a multi-output op
 
     /// Elements of a child in this run.
     template <std::size_t I, class T, class S>
@@ -130,6 +159,8 @@ struct kernel_ctx {
     const dims& dims_of(const sig_input<I, T, S>&) const noexcept {
         return *in_dims[I];
     }
+    /// Output k (k >= 1) of a multi-output op's node (output 0 is `out`).
+    void* output(std::size_t k) const noexcept { return outs[k - 1]; }
     /// The workspace the kernel asked for (workspace_bytes), suitably aligned.
     void* workspace() const noexcept { return work; }
     /// The node's state object (the kernel's `state` type), kept across runs.

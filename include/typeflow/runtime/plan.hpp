@@ -20,10 +20,12 @@
 
 #include <typeflow/core/config.hpp>
 #include <typeflow/core/error.hpp>
+#include <typeflow/core/message.hpp>
 #include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/expr/diagnostics.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/outputs.hpp>
 #include <typeflow/graph/topo.hpp>
 #include <typeflow/kernel/kernel.hpp>
 #include <typeflow/kernel/region.hpp>
@@ -53,6 +55,7 @@ enum class extent_rule : std::uint8_t {
     broadcast,  // numpy broadcast of every child (element-wise ops)
     last,       // the last child's (element-wise ops with control inputs)
     assign,     // the variable's (child 0), after checking that child 1 fits
+    output,     // output K of a multi-output node (child 0)
 };
 
 struct node_desc;
@@ -113,6 +116,11 @@ struct node_desc {
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
     void (*eval)(const kernel_ctx&, void*) = nullptr;  // kernel nodes
     std::size_t (*workspace)(const kernel_ctx&) = nullptr;  // kernel nodes that ask for scratch memory
+    std::size_t outputs = 1;                // results a kernel node computes
+    const std::size_t* output_sizes = nullptr;  // outputs > 1: bytes per element of each
+    dims (*infer_output)(std::size_t k, const dims* const*) = nullptr;  // outputs > 1: extents of output k >= 1
+    std::size_t output_index = 0;           // rule == output: which output of child 0
+    const memory_space* memory = nullptr;  // computed nodes: the memory space of the node's device
     void* (*make_state)() = nullptr;        // kernel nodes with state kept across runs
     void (*free_state)(void*) = nullptr;
     // a tf::expr: the graph it hides and the object of that graph's root
@@ -161,6 +169,7 @@ private:
         void* buf = nullptr;        // its value, for a materialised node
         const void* ptr = nullptr;  // its elements in this run
         std::uint32_t next = ~std::uint32_t{0};  // the node's next instance, or none
+        std::uint32_t first_extra = 0;  // a multi-output node: its outputs 1.. in extra_dims_ / extra_off_
     };
     struct fetch {
         std::size_t node = 0;
@@ -268,23 +277,22 @@ private:
     std::unique_ptr<region::layout[]> regions_;  // per instance
     parallel_ctx par_;                           // the session's threads
     array<void*> states_;                        // per instance: its kernel's state, or null
+    array<dims> extra_dims_;                     // outputs 1.. of multi-output instances: extents
+    array<std::size_t> extra_off_;               // ... and byte offsets in the instance's buffer
+    array<void*> out_ptr_;                       // scratch: the outputs 1.. of the kernel running
     void* work_ = nullptr;                       // kernel workspace (detail::allocate_buffer)
     std::size_t work_bytes_ = 0;
     array<std::size_t> last_;
-    struct arena_block {  // from detail::allocate_buffer, zeroed
+    struct arena_block {  // from its memory space, zeroed
+        const memory_space* mem = nullptr;
         std::byte* p = nullptr;
         std::size_t bytes = 0;
-        arena_block() = default;
-        arena_block(const arena_block&) = delete;
-        arena_block& operator=(const arena_block&) = delete;
-        ~arena_block() { reset(nullptr, 0); }
-        void reset(std::byte* q, std::size_t n) noexcept {
-            if (p) typeflow::detail::free_buffer(p, bytes);
-            p = q;
-            bytes = n;
+        void release() noexcept {
+            if (p) mem->free(p, bytes);
+            p = nullptr;
         }
     };
-    arena_block arena_;
+    array<arena_block> arenas_;  // one per memory space the plan's computed nodes use
     std::size_t arena_bytes_ = 0;
     // scratch for one run (sized at construction: runs do not allocate)
     array<const void*> in_ptr_;
@@ -399,6 +407,22 @@ struct region_of<G, I, T, true> {
 };
 
 
+template <class Op, std::size_t... J>
+dims infer_output_of(std::size_t k, const dims* const* in) {
+    return Op::infer_output(k, *in[J]...);
+}
+template <class Op, class Seq>
+struct output_facts;
+template <class Op, std::size_t... J>
+struct output_facts<Op, std::index_sequence<J...>> {
+    static constexpr dims (*infer)(std::size_t, const dims* const*) = &infer_output_of<Op, J...>;
+};
+template <class L>
+struct output_sizes;
+template <class... R>
+struct output_sizes<meta::list<R...>> {
+    static constexpr std::size_t value[sizeof...(R)] = {sizeof(typename R::value_type)...};
+};
 template <class Op, std::size_t N, class I = std::make_index_sequence<N>>
 struct has_infer : std::false_type {};
 template <class Op, std::size_t N, std::size_t... J>
@@ -413,12 +437,14 @@ struct has_infer<Op, N, std::index_sequence<J...>> : std::true_type {
 // entity instantiated per node type has a mangled name that spells the node's
 // whole subgraph (GCC mangles each in time quadratic in that name's length),
 // and nodes of one signature (the steps of a deep chain) share one descriptor.
-template <class Device, class Op, class T, class S, bool Pure, std::size_t Control, class... In>
+template <class Device, class Op, class T, class S, bool Pure, std::size_t Control, class OutputsList, class... In>
 struct op_desc {
     static constexpr std::size_t arity = sizeof...(In);
     static constexpr bool is_kernel = Op::kind == op_kind::kernel;
+    static constexpr std::size_t outputs = outputs_of_v<Op>;
     using kernel_sig = sig_node<Op, T, sig_input<In::index, typename In::value_type>...>;
-    static constexpr extent_rule rule = Op::kind != op_kind::elementwise ? extent_rule::function
+    static constexpr extent_rule rule = requires { Op::output_index; } ? extent_rule::output
+                                        : Op::kind != op_kind::elementwise ? extent_rule::function
                                         : has_infer<Op, arity>::value     ? extent_rule::function
                                         : graph::is_assign<sig_node<Op, T>>::value ? extent_rule::assign
                                         : Control > 0                      ? extent_rule::last
@@ -455,6 +481,23 @@ struct op_desc {
             if constexpr (is_kernel && requires { kernel<Device, Op>::workspace_bytes(std::declval<const kernel_ctx&>()); })
                 return &kernel_workspace<kernel<Device, Op>>;
             else return nullptr;
+        }(),
+        .outputs = outputs,
+        .output_sizes = [] {
+            if constexpr (outputs > 1) return output_sizes<OutputsList>::value;
+            else return static_cast<const std::size_t*>(nullptr);
+        }(),
+        .infer_output = [] {
+            if constexpr (outputs > 1) return output_facts<Op, std::make_index_sequence<arity>>::infer;
+            else return static_cast<dims (*)(std::size_t, const dims* const*)>(nullptr);
+        }(),
+        .output_index = [] {
+            if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
+            else return std::size_t{0};
+        }(),
+        .memory = [] {
+            if constexpr (requires { device_memory<Device>::value; }) return &device_memory<Device>::value;
+            else return static_cast<const memory_space*>(nullptr);
         }(),
         .make_state = [] {
             if constexpr (is_kernel && requires { typename kernel<Device, Op>::state; })
@@ -499,6 +542,15 @@ struct leaf_desc {
         }(),
     };
 };
+template <class T>
+struct output_list {
+    using type = void;
+};
+template <class T>
+    requires requires { typename T::traits::outputs_list; }
+struct output_list<T> {
+    using type = typename T::traits::outputs_list;
+};
 template <class T, class L = typename T::children_list, class I = std::make_index_sequence<L::size>>
 struct desc_for {
     using type = leaf_desc<T>;
@@ -507,6 +559,7 @@ template <class T, class... C, std::size_t... J>
     requires(!T::is_leaf)
 struct desc_for<T, meta::list<C...>, std::index_sequence<J...>> {
     using type = op_desc<device_t<T>, typename T::op, value_type_t<T>, shape_t<T>, typeflow::detail::is_pure<T>::value, T::control_inputs,
+                         typename output_list<T>::type,
                          sig_input<J, value_type_t<C>, shape_t<C>>...>;
 };
 

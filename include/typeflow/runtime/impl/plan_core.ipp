@@ -13,6 +13,7 @@ TYPEFLOW_DECL plan_core::~plan_core() {
     for (std::size_t k = 0; k < states_.size(); ++k)
         if (states_[k]) desc_[insts_[k].node]->free_state(states_[k]);
     if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
+    for (arena_block& a : arenas_) a.release();
 }
 
 TYPEFLOW_DECL void plan_core::add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns) {
@@ -171,6 +172,21 @@ TYPEFLOW_DECL void plan_core::finish() {
     }
     // a shared instance lives until the last reader in any segment
     for (const shared_read& r : shared_) last_[r.node] = std::max(last_[r.node], last_[r.reader]);
+    for (const fetch& f : fetches_)
+        if (desc_[f.node]->outputs > 1)
+            typeflow::detail::raise(typeflow::detail::message()
+                                    << "fetch: node '" << desc_[f.node]->name << "' has " << desc_[f.node]->outputs
+                                    << " outputs; fetch them with tf::output<K>(node)");
+    // outputs 1.. of multi-output instances
+    std::size_t extras = 0, max_outputs = 1;
+    for (instance& in : insts_) {
+        in.first_extra = static_cast<std::uint32_t>(extras);
+        extras += desc_[in.node]->outputs - 1;
+        max_outputs = std::max(max_outputs, desc_[in.node]->outputs);
+    }
+    extra_dims_.resize(extras);
+    extra_off_.resize(extras);
+    out_ptr_.resize(max_outputs);
     // kernel state kept across runs, per instance
     states_.assign(insts_.size(), nullptr);
     for (std::size_t k = 0; k < insts_.size(); ++k)
@@ -218,7 +234,10 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             instance& in = insts_[k];
             if (d.placeholder) in.ptr = feed_ptr_[i];
             else if (d.kind == op_kind::leaf) in.ptr = d.data(in.obj);
-            else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
+            else if (d.kind == op_kind::view && d.rule == extent_rule::output && d.output_index > 0) {
+                const instance& src = insts_[child_ref(in, 0)];
+                in.ptr = static_cast<const std::byte*>(src.ptr) + extra_off_[src.first_extra + d.output_index - 1];
+            } else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
             else in.ptr = in.buf;
         }
     }
@@ -237,7 +256,9 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
                     in_ptr_[j] = insts_[child_ref(in, j)].ptr;
                     in_dims_[j] = &dims_[child_ref(in, j)];
                 }
-                d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_}, in.buf);
+                for (std::size_t o = 1; o < d.outputs; ++o)
+                    out_ptr_[o - 1] = static_cast<std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
+                d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()}, in.buf);
             }
             ++stats.evaluations;
             if (flags_[i].immediate_write) write(i, in);
@@ -337,6 +358,8 @@ TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id)
 TYPEFLOW_DECL void plan_core::rebind() {
     // extents, per instance (the instances of a tf::expr leaf read different segments)
     array<dims> d(insts_.size());
+    array<dims> ed(extra_dims_.size());        // outputs 1.. of multi-output instances
+    array<std::size_t> eo(extra_off_.size());
     array<const dims*> in(max_children_ + 1);
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& nd = *desc_[i];
@@ -344,7 +367,16 @@ TYPEFLOW_DECL void plan_core::rebind() {
             for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_ref(insts_[k], j)];
             switch (nd.rule) {
             case extent_rule::leaf: d[k] = nd.placeholder ? fed_[i] : nd.static_dims; break;
-            case extent_rule::function: d[k] = nd.infer(in.data()); break;
+            case extent_rule::function:
+                d[k] = nd.infer(in.data());
+                for (std::size_t o = 1; o < nd.outputs; ++o)
+                    ed[insts_[k].first_extra + o - 1] = nd.infer_output(o, in.data());
+                break;
+            case extent_rule::output: {
+                const instance& src = insts_[child_ref(insts_[k], 0)];
+                d[k] = nd.output_index == 0 ? *in[0] : ed[src.first_extra + nd.output_index - 1];
+                break;
+            }
             case extent_rule::broadcast: d[k] = broadcast_operands(nd.name, in.data(), nd.children); break;
             case extent_rule::last: d[k] = *in[nd.children - 1]; break;
             case extent_rule::assign:
@@ -385,17 +417,49 @@ TYPEFLOW_DECL void plan_core::rebind() {
         if (!computed(i)) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             if (is_fetched_instance(i, insts_[k].id)) continue;
-            const std::size_t bytes = static_cast<std::size_t>(d[k].numel()) * desc_[i]->elem_size;
+            std::size_t bytes = static_cast<std::size_t>(d[k].numel()) * desc_[i]->elem_size;
+            for (std::size_t o = 1; o < desc_[i]->outputs; ++o) {  // outputs 1.. after output 0, aligned
+                const std::uint32_t x = insts_[k].first_extra + static_cast<std::uint32_t>(o) - 1;
+                bytes = (bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
+                eo[x] = bytes;
+                bytes += static_cast<std::size_t>(ed[x].numel()) * desc_[i]->output_sizes[o];
+            }
             reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
             owner.push_back(k);
         }
     }
-    const std::size_t total = plan_memory(reqs.data(), reqs.size());
-    const std::size_t arena_size = total ? total : 1;
-    auto* arena = static_cast<std::byte*>(typeflow::detail::allocate_buffer(arena_size));
-    std::memset(arena, 0, arena_size);
+    // one arena per memory space (the devices whose tensors share memory share one)
+    array<const memory_space*> spaces;
+    for (std::uint32_t k : owner) {
+        const memory_space* m = desc_[insts_[k].node]->memory;
+        bool known = false;
+        for (const memory_space* s : spaces) known |= s == m;
+        if (!known) spaces.push_back(m);
+    }
+    array<arena_block> arenas(spaces.size());
+    std::size_t total = 0;
+    try {
+        for (std::size_t a = 0; a < spaces.size(); ++a) {
+            array<buffer_request> part;
+            for (std::size_t r = 0; r < reqs.size(); ++r)
+                if (desc_[insts_[owner[r]].node]->memory == spaces[a]) part.push_back(reqs[r]);
+            const std::size_t size = plan_memory(part.data(), part.size());
+            for (std::size_t r = 0, q = 0; r < reqs.size(); ++r)
+                if (desc_[insts_[owner[r]].node]->memory == spaces[a]) reqs[r].offset = part[q++].offset;
+            arenas[a].mem = spaces[a];
+            arenas[a].bytes = size ? size : 1;
+            arenas[a].p = static_cast<std::byte*>(spaces[a]->allocate(arenas[a].bytes));
+            spaces[a]->zero(arenas[a].p, arenas[a].bytes);
+            total += size;
+        }
+    } catch (...) {
+        for (arena_block& b : arenas) b.release();
+        throw;
+    }
     // commit
     dims_ = static_cast<array<dims>&&>(d);
+    extra_dims_ = static_cast<array<dims>&&>(ed);
+    extra_off_ = static_cast<array<std::size_t>&&>(eo);
     regions_ = static_cast<std::unique_ptr<region::layout[]>&&>(regions);
     if (work > work_bytes_) {
         void* w = typeflow::detail::allocate_buffer(work);
@@ -403,9 +467,14 @@ TYPEFLOW_DECL void plan_core::rebind() {
         work_ = w;
         work_bytes_ = work;
     }
-    arena_.reset(arena, arena_size);
+    for (arena_block& b : arenas_) b.release();
+    arenas_ = static_cast<array<arena_block>&&>(arenas);
     arena_bytes_ = total;
-    for (std::size_t r = 0; r < reqs.size(); ++r) insts_[owner[r]].buf = arena_.p + reqs[r].offset;
+    for (std::size_t r = 0; r < reqs.size(); ++r) {
+        const memory_space* m = desc_[insts_[owner[r]].node]->memory;
+        for (const arena_block& b : arenas_)
+            if (b.mem == m) insts_[owner[r]].buf = b.p + reqs[r].offset;
+    }
     fed_dims_ = fed_;
     bound_ = true;
 }
