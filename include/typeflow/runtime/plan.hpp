@@ -3,7 +3,7 @@
 // The compile-time graph (graph/topo.hpp) is turned into data: one
 // node_desc per distinct node (flags, static extents, and a few small
 // functions keyed on that node's type alone: identity, children, leaf data,
-// extent rule, kernel), the edge list, and one canonical Eigen loop per fused
+// extent rule, kernel), the edge list, and one loop per fused
 // region. Everything else (walking the node objects, extents, the memory
 // plan, the evaluation loop, assign writes) is the plain C++ of plan_core,
 // compiled once per program. Code emitted per node therefore never carries
