@@ -77,6 +77,16 @@ add_test(NAME docs.readme_in_sync.dist_least_squares
                  -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
 set_tests_properties(docs.readme_in_sync.dist_least_squares PROPERTIES LABELS "dist;docs")
 
+# Separate compilation: TYPEFLOW_SEPARATE_COMPILATION in every file, the
+# layer's code compiled once in src.cpp (typeflow/distributed/src.hpp); main.cpp
+# sees only the headers (it fails to compile if they pull in Asio) and runs
+# collectives on 2 tasks, so a missing or duplicated definition fails to link.
+add_executable(dist_separate ${_td}/separate/main.cpp ${_td}/separate/src.cpp)
+target_link_libraries(dist_separate PRIVATE typeflow_dist)
+target_compile_definitions(dist_separate PRIVATE TYPEFLOW_SEPARATE_COMPILATION)
+add_test(NAME dist.separate_compilation COMMAND typeflow-launch -n 2 --timeout 60 $<TARGET_FILE:dist_separate>)
+set_tests_properties(dist.separate_compilation PROPERTIES TIMEOUT 90 LABELS dist)
+
 # Bootstrap: 16 tasks rendezvous and are fully connected in under 1 s.
 add_executable(dist_bootstrap_test ${_td}/bootstrap_test.cpp)
 target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
@@ -104,9 +114,12 @@ if(TYPEFLOW_CLANGXX)
   set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
 endif()
 
-# Every public header compiles on its own (and twice: include guards).
-file(GLOB _dist_public RELATIVE ${TYPEFLOW_DIST_DIR}/include
+# Every public header compiles on its own (and twice: include guards), both
+# header-only and with TYPEFLOW_SEPARATE_COMPILATION (without its .ipp files).
+# src.hpp is the separate mode's source, built by dist.separate_compilation.
+file(GLOB _dist_public CONFIGURE_DEPENDS RELATIVE ${TYPEFLOW_DIST_DIR}/include
      ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
+list(REMOVE_ITEM _dist_public typeflow/distributed/src.hpp)
 set(_hc_sources)
 foreach(_h ${_dist_public})
   string(MAKE_C_IDENTIFIER ${_h} _id)
@@ -116,6 +129,9 @@ foreach(_h ${_dist_public})
 endforeach()
 add_library(dist_header_check OBJECT ${_hc_sources})
 target_link_libraries(dist_header_check PRIVATE typeflow_dist)
+add_library(dist_header_check_separate OBJECT ${_hc_sources})
+target_link_libraries(dist_header_check_separate PRIVATE typeflow_dist)
+target_compile_definitions(dist_header_check_separate PRIVATE TYPEFLOW_SEPARATE_COMPILATION)
 endif()
 
 # ---- benchmarks ----------------------------------------------------------------

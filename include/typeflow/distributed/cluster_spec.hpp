@@ -2,6 +2,7 @@
 // typeflow::dist::cluster_spec — who is in the cluster and which task this
 // process is, read from TF_CONFIG-style JSON.
 
+#include <typeflow/distributed/config.hpp>
 #include <typeflow/distributed/error.hpp>
 #include <typeflow/distributed/options.hpp>
 
@@ -73,4 +74,6 @@ std::pair<std::string, unsigned short> split_address(std::string_view address, s
 
 } // namespace typeflow::dist
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/cluster_spec.ipp>
+#endif

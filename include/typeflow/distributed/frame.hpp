@@ -2,6 +2,7 @@
 // The wire frame: a fixed 48-byte little-endian header, then `length` bytes
 // of payload. See docs/dist.md for the layout.
 
+#include <typeflow/distributed/config.hpp>
 #include <typeflow/distributed/reduce_op.hpp>
 
 #include <array>
@@ -117,4 +118,6 @@ std::string describe(const frame_header& h);
 
 } // namespace typeflow::dist
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/frame.ipp>
+#endif

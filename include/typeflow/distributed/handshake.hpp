@@ -7,6 +7,7 @@
 //   client -> server  response  (payload: HMAC(k, "typeflow-1 client" | ns | nc | rank))
 //   server -> client  accept    (or abort with a reason)
 
+#include <typeflow/distributed/config.hpp>
 #include <typeflow/distributed/frame.hpp>
 
 #include <array>
@@ -46,4 +47,6 @@ check check_response(const frame_header& h, const std::byte* payload, std::strin
 
 } // namespace typeflow::dist::handshake
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/handshake.ipp>
+#endif

@@ -1,6 +1,8 @@
 #pragma once
 // Logging hook of the distributed runtime: refused connections, dead peers.
 
+#include <typeflow/distributed/config.hpp>
+
 #include <functional>
 #include <string_view>
 
@@ -21,4 +23,6 @@ void log(log_level level, std::string_view message);
 
 } // namespace typeflow::dist
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/log.ipp>
+#endif

@@ -3,6 +3,7 @@
 // transport: pipelined ring algorithms with a fixed reduction order.
 
 #include <typeflow/distributed/collective.hpp>
+#include <typeflow/distributed/config.hpp>
 #include <typeflow/distributed/transport.hpp>
 
 #include <memory>
@@ -84,4 +85,6 @@ private:
 
 } // namespace typeflow::dist
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/ring_collective.ipp>
+#endif

@@ -4,6 +4,7 @@
 // heartbeats and deadlines. Collectives are built on its send/recv.
 
 #include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/distributed/config.hpp>
 #include <typeflow/distributed/error.hpp>
 #include <typeflow/distributed/frame.hpp>
 #include <typeflow/distributed/log.hpp>
@@ -126,4 +127,6 @@ private:
 
 } // namespace typeflow::dist
 
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
 #include <typeflow/distributed/impl/transport.ipp>
+#endif

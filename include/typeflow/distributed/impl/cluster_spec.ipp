@@ -3,6 +3,8 @@
 // reports the error offset; Debian's libcereal-dev already depends on it).
 // Member iterators are compared with < because C++20 makes their != ambiguous.
 
+#include <typeflow/distributed/cluster_spec.hpp>
+
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
@@ -16,7 +18,7 @@
 
 namespace typeflow::dist {
 
-inline std::string_view name_of(role r) noexcept {
+TYPEFLOW_DIST_DECL std::string_view name_of(role r) noexcept {
     switch (r) {
     case role::chief: return "chief";
     case role::worker: return "worker";
@@ -25,9 +27,9 @@ inline std::string_view name_of(role r) noexcept {
     return "?";
 }
 
-inline std::string task_id::name() const { return std::string(name_of(type)) + ":" + std::to_string(index); }
+TYPEFLOW_DIST_DECL std::string task_id::name() const { return std::string(name_of(type)) + ":" + std::to_string(index); }
 
-inline std::pair<std::string, unsigned short> split_address(std::string_view a, std::string_view what) {
+TYPEFLOW_DIST_DECL std::pair<std::string, unsigned short> split_address(std::string_view a, std::string_view what) {
     auto fail = [&](std::string_view why) -> std::pair<std::string, unsigned short> {
         throw error(std::string(what) + ": " + std::string(why) + ", expected \"host:port\", got \"" + std::string(a) +
                     "\"");
@@ -54,9 +56,9 @@ inline std::pair<std::string, unsigned short> split_address(std::string_view a, 
     return {std::string(host), static_cast<unsigned short>(p)};
 }
 
-inline int cluster_spec::size() const noexcept { return static_cast<int>(chief.size() + worker.size() + ps.size()); }
+TYPEFLOW_DIST_DECL int cluster_spec::size() const noexcept { return static_cast<int>(chief.size() + worker.size() + ps.size()); }
 
-inline int cluster_spec::rank_of(task_id t) const {
+TYPEFLOW_DIST_DECL int cluster_spec::rank_of(task_id t) const {
     const auto nc = static_cast<int>(chief.size()), nw = static_cast<int>(worker.size()),
                np = static_cast<int>(ps.size());
     switch (t.type) {
@@ -73,9 +75,9 @@ inline int cluster_spec::rank_of(task_id t) const {
     throw error("task " + t.name() + " is not in the cluster");
 }
 
-inline int cluster_spec::rank() const { return rank_of(task); }
+TYPEFLOW_DIST_DECL int cluster_spec::rank() const { return rank_of(task); }
 
-inline task_id cluster_spec::task_of(int r) const {
+TYPEFLOW_DIST_DECL task_id cluster_spec::task_of(int r) const {
     const auto nc = static_cast<int>(chief.size()), nw = static_cast<int>(worker.size());
     if (r < 0 || r >= size()) throw error("rank " + std::to_string(r) + " out of range 0.." + std::to_string(size() - 1));
     if (r < nc) return {role::chief, r};
@@ -83,7 +85,7 @@ inline task_id cluster_spec::task_of(int r) const {
     return {role::ps, r - nc - nw};
 }
 
-inline const std::string& cluster_spec::address_of(int r) const {
+TYPEFLOW_DIST_DECL const std::string& cluster_spec::address_of(int r) const {
     auto t = task_of(r);
     switch (t.type) {
     case role::chief: return chief[static_cast<std::size_t>(t.index)];
@@ -92,14 +94,14 @@ inline const std::string& cluster_spec::address_of(int r) const {
     }
 }
 
-inline std::string cluster_spec::effective_secret() const {
+TYPEFLOW_DIST_DECL std::string cluster_spec::effective_secret() const {
     if (const char* s = std::getenv("TYPEFLOW_SECRET"); s && *s) return s;
     return secret;
 }
 
 namespace detail {
 
-inline const char* json_type_name(const rapidjson::Value& v) {
+TYPEFLOW_DIST_DECL const char* json_type_name(const rapidjson::Value& v) {
     if (v.IsNull()) return "null";
     if (v.IsBool()) return "a boolean";
     if (v.IsObject()) return "an object";
@@ -108,7 +110,7 @@ inline const char* json_type_name(const rapidjson::Value& v) {
     return "a number";
 }
 
-inline void reject_duplicate_keys(const rapidjson::Value& obj, const std::string& where) {
+TYPEFLOW_DIST_DECL void reject_duplicate_keys(const rapidjson::Value& obj, const std::string& where) {
     std::set<std::string> seen;
     for (auto m = obj.MemberBegin(); m < obj.MemberEnd(); ++m) {
         std::string k(m->name.GetString(), m->name.GetStringLength());
@@ -118,7 +120,7 @@ inline void reject_duplicate_keys(const rapidjson::Value& obj, const std::string
 
 } // namespace detail
 
-inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view origin_sv) {
+TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::string_view origin_sv) {
     using detail::json_type_name;
     const std::string origin(origin_sv);
     rapidjson::Document doc;
@@ -245,7 +247,7 @@ inline cluster_spec cluster_spec::parse(std::string_view json, std::string_view 
     return spec;
 }
 
-inline cluster_spec cluster_spec::from_file(const std::string& path) {
+TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw error("cannot open cluster spec file \"" + path + "\"");
     std::ostringstream ss;
@@ -253,13 +255,13 @@ inline cluster_spec cluster_spec::from_file(const std::string& path) {
     return parse(ss.str(), path);
 }
 
-inline cluster_spec cluster_spec::from_env() {
+TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_env() {
     if (const char* s = std::getenv("TYPEFLOW_CONFIG"); s && *s) return parse(s, "TYPEFLOW_CONFIG");
     if (const char* f = std::getenv("TYPEFLOW_CONFIG_FILE"); f && *f) return from_file(f);
     throw error("no cluster spec: set TYPEFLOW_CONFIG (JSON) or TYPEFLOW_CONFIG_FILE (path)");
 }
 
-inline std::string cluster_spec::to_json() const {
+TYPEFLOW_DIST_DECL std::string cluster_spec::to_json() const {
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w(buf);
     w.StartObject();

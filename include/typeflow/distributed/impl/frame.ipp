@@ -1,10 +1,12 @@
 #pragma once
+#include <typeflow/distributed/frame.hpp>
+
 #include <algorithm>
 #include <cstdio>
 
 namespace typeflow::dist {
 
-inline std::string_view name_of(op_code op) noexcept {
+TYPEFLOW_DIST_DECL std::string_view name_of(op_code op) noexcept {
     switch (op) {
     case op_code::none: return "none";
     case op_code::all_reduce: return "all_reduce";
@@ -17,7 +19,7 @@ inline std::string_view name_of(op_code op) noexcept {
     return "?";
 }
 
-inline std::string_view name_of(frame_type t) noexcept {
+TYPEFLOW_DIST_DECL std::string_view name_of(frame_type t) noexcept {
     switch (t) {
     case frame_type::hello: return "hello";
     case frame_type::challenge: return "challenge";
@@ -46,7 +48,7 @@ template <class T> inline T get_le(const std::byte* p) noexcept {
 // Layout (little-endian):
 //   0 magic u32 | 4 version u16 | 6 type u8 | 7 op u8 | 8 dtype u8 | 9 reduce u8 | 10 reserved u16
 //  12 epoch u32 | 16 seq u64 | 24 count u64 | 32 offset u64 | 40 length u64
-inline void encode_header(const frame_header& h, std::byte* p) noexcept {
+TYPEFLOW_DIST_DECL void encode_header(const frame_header& h, std::byte* p) noexcept {
     using detail::put_le;
     put_le<std::uint32_t>(p + 0, frame_magic);
     put_le<std::uint16_t>(p + 4, frame_version);
@@ -62,7 +64,7 @@ inline void encode_header(const frame_header& h, std::byte* p) noexcept {
     put_le<std::uint64_t>(p + 40, h.length);
 }
 
-inline header_result parse_header(const std::byte* p, std::size_t max_payload) {
+TYPEFLOW_DIST_DECL header_result parse_header(const std::byte* p, std::size_t max_payload) {
     using detail::get_le;
     header_result r;
     auto refuse = [&](std::string why) {
@@ -136,7 +138,7 @@ inline header_result parse_header(const std::byte* p, std::size_t max_payload) {
     return r;
 }
 
-inline std::string describe(const frame_header& h) {
+TYPEFLOW_DIST_DECL std::string describe(const frame_header& h) {
     std::string s(name_of(h.type));
     if (h.type != frame_type::data) return s;
     s += " ";

@@ -1,5 +1,6 @@
 #pragma once
 #include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/handshake.hpp>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -10,7 +11,7 @@
 
 namespace typeflow::dist::handshake {
 
-inline nonce make_nonce() {
+TYPEFLOW_DIST_DECL nonce make_nonce() {
     nonce n;
     if (RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), static_cast<int>(n.size())) != 1)
         throw error("OpenSSL RAND_bytes failed");
@@ -18,7 +19,7 @@ inline nonce make_nonce() {
 }
 
 namespace detail {
-inline mac proof(std::string_view label, std::string_view secret, const nonce& a, const nonce& b, std::uint32_t rank) {
+TYPEFLOW_DIST_DECL mac proof(std::string_view label, std::string_view secret, const nonce& a, const nonce& b, std::uint32_t rank) {
     unsigned char msg[32 + 64 + 4];
     std::size_t n = 0;
     std::memcpy(msg, label.data(), label.size());
@@ -38,18 +39,18 @@ inline mac proof(std::string_view label, std::string_view secret, const nonce& a
 }
 } // namespace detail
 
-inline mac server_proof(std::string_view secret, const nonce& nc, const nonce& ns, std::uint32_t rank) {
+TYPEFLOW_DIST_DECL mac server_proof(std::string_view secret, const nonce& nc, const nonce& ns, std::uint32_t rank) {
     return detail::proof("typeflow-1 server", secret, nc, ns, rank);
 }
 
-inline mac client_proof(std::string_view secret, const nonce& ns, const nonce& nc, std::uint32_t rank) {
+TYPEFLOW_DIST_DECL mac client_proof(std::string_view secret, const nonce& ns, const nonce& nc, std::uint32_t rank) {
     return detail::proof("typeflow-1 client", secret, ns, nc, rank);
 }
 
-inline bool equal(const mac& a, const std::byte* b) noexcept { return CRYPTO_memcmp(a.data(), b, a.size()) == 0; }
+TYPEFLOW_DIST_DECL bool equal(const mac& a, const std::byte* b) noexcept { return CRYPTO_memcmp(a.data(), b, a.size()) == 0; }
 
-inline check check_hello(const frame_header& h, const std::byte* payload, int world_size, std::uint32_t& rank,
-                         nonce& nc) {
+TYPEFLOW_DIST_DECL check check_hello(const frame_header& h, const std::byte* payload, int world_size, std::uint32_t& rank,
+                                     nonce& nc) {
     if (h.type != frame_type::hello)
         return "expected a hello frame, got " + std::string(name_of(h.type));
     if (h.length != nc.size()) return std::string("hello with wrong payload length");
@@ -60,8 +61,8 @@ inline check check_hello(const frame_header& h, const std::byte* payload, int wo
     return std::nullopt;
 }
 
-inline check check_challenge(const frame_header& h, const std::byte* payload, std::string_view secret,
-                             const nonce& nc, std::uint32_t rank, nonce& ns) {
+TYPEFLOW_DIST_DECL check check_challenge(const frame_header& h, const std::byte* payload, std::string_view secret,
+                                         const nonce& nc, std::uint32_t rank, nonce& ns) {
     if (h.type == frame_type::abort) return "server refused: " + std::string(reinterpret_cast<const char*>(payload), h.length);
     if (h.type != frame_type::challenge)
         return "expected a challenge frame, got " + std::string(name_of(h.type));
@@ -72,8 +73,8 @@ inline check check_challenge(const frame_header& h, const std::byte* payload, st
     return std::nullopt;
 }
 
-inline check check_response(const frame_header& h, const std::byte* payload, std::string_view secret,
-                            const nonce& nc, const nonce& ns, std::uint32_t rank) {
+TYPEFLOW_DIST_DECL check check_response(const frame_header& h, const std::byte* payload, std::string_view secret,
+                                        const nonce& nc, const nonce& ns, std::uint32_t rank) {
     if (h.type != frame_type::response)
         return "expected a response frame, got " + std::string(name_of(h.type));
     if (h.length != 32) return std::string("response with wrong payload length");

@@ -1,4 +1,6 @@
 #pragma once
+#include <typeflow/distributed/log.hpp>
+
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -10,19 +12,19 @@ struct log_state {
     std::mutex mutex;
     log_sink sink;
 };
-inline log_state& log_globals() {
+TYPEFLOW_DIST_DECL log_state& log_globals() {
     static log_state s;
     return s;
 }
 } // namespace detail
 
-inline void set_log_sink(log_sink sink) {
+TYPEFLOW_DIST_DECL void set_log_sink(log_sink sink) {
     auto& g = detail::log_globals();
     std::lock_guard lock(g.mutex);
     g.sink = std::move(sink);
 }
 
-inline void log(log_level level, std::string_view message) {
+TYPEFLOW_DIST_DECL void log(log_level level, std::string_view message) {
     auto& g = detail::log_globals();
     std::lock_guard lock(g.mutex);
     if (g.sink) {

@@ -1,4 +1,6 @@
 #pragma once
+#include <typeflow/distributed/ring_collective.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,7 +13,7 @@ namespace detail {
 /// -O2 because dst may alias an input). Element-wise IEEE operations, so the
 /// bits equal the scalar loop's. dst may equal acc or local (same indices).
 template <class T, bool divide>
-inline void add_vec(T* dst, const T* acc, const T* local, std::size_t n, T d) {
+TYPEFLOW_DIST_DECL void add_vec(T* dst, const T* acc, const T* local, std::size_t n, T d) {
     typedef T V __attribute__((vector_size(32)));
     constexpr std::size_t L = sizeof(V) / sizeof(T);
     const std::size_t nv = n - n % (2 * L);
@@ -54,7 +56,7 @@ template <class T> inline void reduce_extreme(bool max, T* dst, const T* acc, co
 }
 
 template <class T>
-inline void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std::size_t n, bool mean_final, int ranks) {
+TYPEFLOW_DIST_DECL void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std::size_t n, bool mean_final, int ranks) {
     switch (op) {
     case reduce_op::sum:
     case reduce_op::mean:
@@ -77,8 +79,8 @@ inline void reduce_typed(reduce_op op, T* dst, const T* acc, const T* local, std
 
 /// dst = op(acc, local) elementwise (then / ranks for a final mean). dst may
 /// alias acc or local.
-inline void reduce(dtype t, reduce_op op, void* dst, const void* acc, const void* local, std::size_t n, bool mean_final,
-                   int ranks) {
+TYPEFLOW_DIST_DECL void reduce(dtype t, reduce_op op, void* dst, const void* acc, const void* local, std::size_t n, bool mean_final,
+                               int ranks) {
     switch (t) {
     case dtype::float32:
         return reduce_typed(op, static_cast<float*>(dst), static_cast<const float*>(acc), static_cast<const float*>(local), n, mean_final, ranks);
@@ -95,34 +97,34 @@ inline void reduce(dtype t, reduce_op op, void* dst, const void* acc, const void
 
 } // namespace detail
 
-inline ring_collective::ring_collective(transport& t)
-    : t_(&t), timeout_(t.options().op_timeout), segment_bytes_(t.options().segment_bytes) {}
+TYPEFLOW_DIST_DECL ring_collective::ring_collective(transport& t)
+                : t_(&t), timeout_(t.options().op_timeout), segment_bytes_(t.options().segment_bytes) {}
 
-inline ring_collective::ring_collective(const cluster_spec& spec)
-    : owned_(std::make_unique<transport>(spec)), t_(owned_.get()), timeout_(owned_->options().op_timeout),
-      segment_bytes_(owned_->options().segment_bytes) {}
+TYPEFLOW_DIST_DECL ring_collective::ring_collective(const cluster_spec& spec)
+                : owned_(std::make_unique<transport>(spec)), t_(owned_.get()), timeout_(owned_->options().op_timeout),
+                  segment_bytes_(owned_->options().segment_bytes) {}
 
-inline void ring_collective::set_segment_bytes(std::size_t bytes) {
+TYPEFLOW_DIST_DECL void ring_collective::set_segment_bytes(std::size_t bytes) {
     if (bytes == 0 || bytes > t_->options().max_frame_bytes)
         throw error("segment size " + std::to_string(bytes) + " outside 1.." + std::to_string(t_->options().max_frame_bytes));
     segment_bytes_ = bytes;
 }
 
-inline int ring_collective::rank() const noexcept { return t_->rank(); }
-inline int ring_collective::size() const noexcept { return t_->size(); }
-inline void ring_collective::set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+TYPEFLOW_DIST_DECL int ring_collective::rank() const noexcept { return t_->rank(); }
+TYPEFLOW_DIST_DECL int ring_collective::size() const noexcept { return t_->size(); }
+TYPEFLOW_DIST_DECL void ring_collective::set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
-inline std::chrono::steady_clock::time_point ring_collective::deadline() const {
+TYPEFLOW_DIST_DECL std::chrono::steady_clock::time_point ring_collective::deadline() const {
     send_deadline_ = std::chrono::steady_clock::now() + timeout_;
     return send_deadline_;
 }
 
-inline request ring_collective::snd(int peer, const frame_header& h, const void* payload) {
+TYPEFLOW_DIST_DECL request ring_collective::snd(int peer, const frame_header& h, const void* payload) {
     return t_->send(peer, h, payload, send_deadline_);
 }
 
-inline frame_header ring_collective::header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off,
-                                            std::size_t n) const {
+TYPEFLOW_DIST_DECL frame_header ring_collective::header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off,
+                                                        std::size_t n) const {
     frame_header h;
     h.type = frame_type::data;
     h.op = code;
@@ -137,11 +139,11 @@ inline frame_header ring_collective::header(op_code code, dtype t, std::uint8_t 
 }
 
 namespace detail {
-inline void check_args(const char* what, const void* a, const void* b, std::size_t count, dtype t) {
+TYPEFLOW_DIST_DECL void check_args(const char* what, const void* a, const void* b, std::size_t count, dtype t) {
     if (wire_code(t) == 0) throw error(std::string(what) + ": unknown dtype " + std::to_string(static_cast<int>(t)));
     if (count && (!a || !b)) throw error(std::string(what) + ": null buffer");
 }
-inline void check_op(const char* what, reduce_op op, dtype t) {
+TYPEFLOW_DIST_DECL void check_op(const char* what, reduce_op op, dtype t) {
     if (op != reduce_op::sum && op != reduce_op::mean && op != reduce_op::max && op != reduce_op::min)
         throw error(std::string(what) + ": unknown reduction " + std::to_string(static_cast<int>(op)));
     if (t == dtype::boolean && (op == reduce_op::sum || op == reduce_op::mean))
@@ -154,9 +156,9 @@ template <class F> inline void for_segments(std::size_t b, std::size_t e, std::s
 }
 } // namespace detail
 
-inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte* out, std::size_t total, dtype t,
-                                                  reduce_op op, op_code code, bool gather_after,
-                                                  range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
+TYPEFLOW_DIST_DECL void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte* out, std::size_t total, dtype t,
+                                                              reduce_op op, op_code code, bool gather_after,
+                                                              range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
     const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
     const std::size_t es = dtype_size(t);
     const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
@@ -278,8 +280,8 @@ inline void ring_collective::reduce_scatter_ring(const std::byte* in, std::byte*
     for (auto& q : sends) t_->wait(q, dl);
 }
 
-inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
-                                             range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
+TYPEFLOW_DIST_DECL void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
+                                                         range (*chunk)(std::size_t, int, int, std::size_t), std::size_t param) {
     const int N = size(), r = rank(), next = (r + 1) % N, prev = (r + N - 1) % N;
     const std::size_t es = dtype_size(t);
     const std::size_t seg = std::max<std::size_t>(1, segment_bytes_ / es);
@@ -308,7 +310,7 @@ inline void ring_collective::all_gather_ring(std::byte* out, std::size_t total, 
     for (auto& q : sends) t_->wait(q, dl);
 }
 
-inline void ring_collective::all_reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+TYPEFLOW_DIST_DECL void ring_collective::all_reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     detail::check_args("all_reduce", in, out, count, t);
     detail::check_op("all_reduce", op, t);
     ++seq_;
@@ -326,7 +328,7 @@ inline void ring_collective::all_reduce(const void* in, void* out, std::size_t c
                         0);
 }
 
-inline void ring_collective::all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+TYPEFLOW_DIST_DECL void ring_collective::all_reduce_doubling(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     const int N = size(), r = rank();
     const std::size_t bytes = count * dtype_size(t);
     const auto dl = deadline();
@@ -352,7 +354,7 @@ inline void ring_collective::all_reduce_doubling(const void* in, void* out, std:
     }
 }
 
-inline void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+TYPEFLOW_DIST_DECL void ring_collective::all_reduce_direct(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     const int N = size(), r = rank();
     if ((N & (N - 1)) == 0) return all_reduce_doubling(in, out, count, t, op);
     const std::size_t bytes = count * dtype_size(t);
@@ -373,7 +375,7 @@ inline void ring_collective::all_reduce_direct(const void* in, void* out, std::s
                        k == N - 1 && op == reduce_op::mean, N);
 }
 
-inline void ring_collective::reduce_scatter(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
+TYPEFLOW_DIST_DECL void ring_collective::reduce_scatter(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
     detail::check_args("reduce_scatter", in, out, count, t);
     detail::check_op("reduce_scatter", op, t);
     ++seq_;
@@ -390,7 +392,7 @@ inline void ring_collective::reduce_scatter(const void* in, void* out, std::size
                         count);
 }
 
-inline void ring_collective::all_gather(const void* in, void* out, std::size_t count, dtype t) {
+TYPEFLOW_DIST_DECL void ring_collective::all_gather(const void* in, void* out, std::size_t count, dtype t) {
     detail::check_args("all_gather", in, out, count, t);
     ++seq_;
     const auto N = static_cast<std::size_t>(size());
@@ -405,7 +407,7 @@ inline void ring_collective::all_gather(const void* in, void* out, std::size_t c
                     count);
 }
 
-inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, int root) {
+TYPEFLOW_DIST_DECL void ring_collective::broadcast(void* buf, std::size_t count, dtype t, int root) {
     detail::check_args("broadcast", buf, buf, count, t);
     if (root < 0 || root >= size())
         throw error("broadcast: root " + std::to_string(root) + " out of range 0.." + std::to_string(size() - 1));
@@ -435,7 +437,7 @@ inline void ring_collective::broadcast(void* buf, std::size_t count, dtype t, in
     for (auto& q : sends) t_->wait(q, dl);
 }
 
-inline void ring_collective::barrier() {
+TYPEFLOW_DIST_DECL void ring_collective::barrier() {
     ++seq_;
     const int N = size(), r = rank();
     if (N == 1) return;

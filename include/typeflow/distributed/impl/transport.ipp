@@ -1,7 +1,8 @@
 #pragma once
-// Non-template implementation of typeflow::dist::transport (inline, Asio
-// style): the public members below, over detail::transport_impl, whose code
-// is split by concern:
+// Non-template implementation of typeflow::dist::transport (Asio style:
+// inline, or compiled once under TYPEFLOW_SEPARATE_COMPILATION; see
+// typeflow/distributed/config.hpp): the public members below, over
+// detail::transport_impl, whose code is split by concern:
 //   transport_impl.ipp       the state: requests, peers, transport_impl (threading notes)
 //   transport_failure.ipp    completing requests; failing the transport
 //   transport_bootstrap.ipp  rendezvous, handshake, mesh connection
@@ -20,7 +21,7 @@
 
 namespace typeflow::dist {
 
-inline transport::transport(const cluster_spec& spec) : impl_(std::make_unique<detail::transport_impl>(spec)) {
+TYPEFLOW_DIST_DECL transport::transport(const cluster_spec& spec) : impl_(std::make_unique<detail::transport_impl>(spec)) {
     try {
         impl_->start();
     } catch (...) {
@@ -30,28 +31,28 @@ inline transport::transport(const cluster_spec& spec) : impl_(std::make_unique<d
     }
 }
 
-inline transport::~transport() {
+TYPEFLOW_DIST_DECL transport::~transport() {
     if (impl_) impl_->shutdown();
 }
 
-inline int transport::rank() const noexcept { return impl_->rank; }
-inline int transport::size() const noexcept { return impl_->size; }
-inline std::uint32_t transport::epoch() const noexcept { return impl_->epoch; }
-inline const transport_options& transport::options() const noexcept { return impl_->opt; }
-inline const std::string& transport::peer_name(int r) const { return impl_->names.at(static_cast<std::size_t>(r)); }
-inline std::chrono::steady_clock::duration transport::bootstrap_time() const noexcept { return impl_->bootstrap_duration; }
+TYPEFLOW_DIST_DECL int transport::rank() const noexcept { return impl_->rank; }
+TYPEFLOW_DIST_DECL int transport::size() const noexcept { return impl_->size; }
+TYPEFLOW_DIST_DECL std::uint32_t transport::epoch() const noexcept { return impl_->epoch; }
+TYPEFLOW_DIST_DECL const transport_options& transport::options() const noexcept { return impl_->opt; }
+TYPEFLOW_DIST_DECL const std::string& transport::peer_name(int r) const { return impl_->names.at(static_cast<std::size_t>(r)); }
+TYPEFLOW_DIST_DECL std::chrono::steady_clock::duration transport::bootstrap_time() const noexcept { return impl_->bootstrap_duration; }
 
-inline request transport::send(int peer, const frame_header& h, const void* payload) {
+TYPEFLOW_DIST_DECL request transport::send(int peer, const frame_header& h, const void* payload) {
     return send(peer, h, payload, std::chrono::steady_clock::now() + impl_->opt.op_timeout);
 }
 
-inline request transport::send(int peer, const frame_header& h, const void* payload,
-                               std::chrono::steady_clock::time_point deadline) {
+TYPEFLOW_DIST_DECL request transport::send(int peer, const frame_header& h, const void* payload,
+                                           std::chrono::steady_clock::time_point deadline) {
     return send(peer, h, payload, deadline, {});
 }
 
-inline request transport::send(int peer, const frame_header& h, const void* payload,
-                               std::chrono::steady_clock::time_point deadline, std::function<void()> prepare) {
+TYPEFLOW_DIST_DECL request transport::send(int peer, const frame_header& h, const void* payload,
+                                           std::chrono::steady_clock::time_point deadline, std::function<void()> prepare) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("send: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -76,10 +77,10 @@ inline request transport::send(int peer, const frame_header& h, const void* payl
     return r;
 }
 
-inline request transport::recv(int peer, const frame_header& expected, void* payload) { return recv(peer, expected, payload, {}); }
+TYPEFLOW_DIST_DECL request transport::recv(int peer, const frame_header& expected, void* payload) { return recv(peer, expected, payload, {}); }
 
-inline request transport::recv(int peer, const frame_header& expected, void* payload,
-                               std::function<void(std::size_t, const std::byte*, std::size_t)> consume) {
+TYPEFLOW_DIST_DECL request transport::recv(int peer, const frame_header& expected, void* payload,
+                                           std::function<void(std::size_t, const std::byte*, std::size_t)> consume) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("recv: bad peer rank " + std::to_string(peer));
     if (failed()) throw error(failure());
     auto r = std::make_shared<detail::req_state>();
@@ -93,9 +94,9 @@ inline request transport::recv(int peer, const frame_header& expected, void* pay
     return r;
 }
 
-inline void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) { impl_->wait(r, deadline); }
+TYPEFLOW_DIST_DECL void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) { impl_->wait(r, deadline); }
 
-inline transport_stats transport::stats() const noexcept {
+TYPEFLOW_DIST_DECL transport_stats transport::stats() const noexcept {
     transport_stats s;
     s.data_frames_sent = impl_->n_sent.load();
     s.data_frames_received = impl_->n_received.load();
@@ -108,13 +109,13 @@ inline transport_stats transport::stats() const noexcept {
     return s;
 }
 
-inline bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
+TYPEFLOW_DIST_DECL bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
 
-inline void transport::abort(const std::string& reason) {
+TYPEFLOW_DIST_DECL void transport::abort(const std::string& reason) {
     if (!impl_->failed.load()) impl_->abort_from_caller(reason);
 }
 
-inline bool transport::failed() const noexcept { return impl_->failed.load(); }
-inline std::string transport::failure() const { return impl_->failure(); }
+TYPEFLOW_DIST_DECL bool transport::failed() const noexcept { return impl_->failed.load(); }
+TYPEFLOW_DIST_DECL std::string transport::failure() const { return impl_->failure(); }
 
 } // namespace typeflow::dist

@@ -8,7 +8,7 @@
 
 namespace typeflow::dist::detail {
 
-inline void transport_impl::start() {
+TYPEFLOW_DIST_DECL void transport_impl::start() {
     if (size > 1 && secret.empty())
         throw error(spec.task.name() + ": no shared secret; set TYPEFLOW_SECRET or \"secret\" in the cluster spec");
     if (size > 1) open_acceptor();
@@ -55,7 +55,7 @@ inline void transport_impl::start() {
     bootstrap_duration = clock::now() - started;
 }
 
-inline void transport_impl::open_acceptor() {
+TYPEFLOW_DIST_DECL void transport_impl::open_acceptor() {
     const char* fd_env = std::getenv("TYPEFLOW_LISTEN_FD");
     if (fd_env && *fd_env) {
         // Listening socket handed down by typeflow-launch (no port race).
@@ -97,8 +97,8 @@ struct transport_impl::deadline_guard {
     ~deadline_guard() { timer->cancel(); }
 };
 
-inline asio::awaitable<void> transport_impl::read_frame(tcp::socket& s, frame_header& h,
-                                                      std::vector<std::byte>& payload, std::size_t max_payload) {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::read_frame(tcp::socket& s, frame_header& h,
+                                                                  std::vector<std::byte>& payload, std::size_t max_payload) {
     std::array<std::byte, frame_header_size> hb;
     co_await asio::async_read(s, asio::buffer(hb), asio::use_awaitable);
     auto r = parse_header(hb.data(), max_payload);
@@ -108,14 +108,14 @@ inline asio::awaitable<void> transport_impl::read_frame(tcp::socket& s, frame_he
     if (h.length) co_await asio::async_read(s, asio::buffer(payload), asio::use_awaitable);
 }
 
-inline std::vector<std::byte> transport_impl::frame_bytes(const frame_header& h, const void* payload) {
+TYPEFLOW_DIST_DECL std::vector<std::byte> transport_impl::frame_bytes(const frame_header& h, const void* payload) {
     std::vector<std::byte> out(frame_header_size + h.length);
     encode_header(h, out.data());
     if (h.length) std::memcpy(out.data() + frame_header_size, payload, h.length);
     return out;
 }
 
-inline asio::awaitable<void> transport_impl::accept_loop() {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::accept_loop() {
     for (;;) {
         error_code ec;
         tcp::socket s = co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
@@ -128,14 +128,14 @@ inline asio::awaitable<void> transport_impl::accept_loop() {
     }
 }
 
-inline std::string transport_impl::endpoint_string(const tcp::socket& s) {
+TYPEFLOW_DIST_DECL std::string transport_impl::endpoint_string(const tcp::socket& s) {
     error_code ec;
     auto ep = s.remote_endpoint(ec);
     if (ec) return "unknown peer";
     return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
-inline asio::awaitable<void> transport_impl::serve_handshake(std::shared_ptr<tcp::socket> s) {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::shared_ptr<tcp::socket> s) {
     const std::string from = endpoint_string(*s);
     deadline_guard guard(io, s, opt.handshake_timeout);
     bool said_hello = false;
@@ -209,7 +209,7 @@ inline asio::awaitable<void> transport_impl::serve_handshake(std::shared_ptr<tcp
     }
 }
 
-inline asio::awaitable<void> transport_impl::connect_peer(int to) {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::connect_peer(int to) {
     const std::string& who = names[to];
     try {
         auto [host, port] = split_address(addresses[to], who);
@@ -267,7 +267,7 @@ inline asio::awaitable<void> transport_impl::connect_peer(int to) {
     }
 }
 
-inline void transport_impl::attach(int r, std::shared_ptr<tcp::socket> s) {
+TYPEFLOW_DIST_DECL void transport_impl::attach(int r, std::shared_ptr<tcp::socket> s) {
     auto& p = *peers[r];
     error_code ec;
     s->set_option(tcp::no_delay(true), ec);
@@ -282,7 +282,7 @@ inline void transport_impl::attach(int r, std::shared_ptr<tcp::socket> s) {
     check_ready();
 }
 
-inline void transport_impl::send_control(peer_state& p, const control_msg& m) {
+TYPEFLOW_DIST_DECL void transport_impl::send_control(peer_state& p, const control_msg& m) {
     std::ostringstream os;
     {
         cereal::PortableBinaryOutputArchive ar(os);
@@ -301,7 +301,7 @@ inline void transport_impl::send_control(peer_state& p, const control_msg& m) {
     post_send(p, r);
 }
 
-inline void transport_impl::on_control(peer_state& p, const std::vector<std::byte>& payload) {
+TYPEFLOW_DIST_DECL void transport_impl::on_control(peer_state& p, const std::vector<std::byte>& payload) {
     control_msg m;
     try {
         std::istringstream is(std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
@@ -326,7 +326,7 @@ inline void transport_impl::on_control(peer_state& p, const std::vector<std::byt
     }
 }
 
-inline void transport_impl::check_ready() {
+TYPEFLOW_DIST_DECL void transport_impl::check_ready() {
     if (ready.load() || failing) return;
     for (auto& p : peers)
         if (p->rank != rank && !p->sock) return;

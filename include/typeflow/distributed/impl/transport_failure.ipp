@@ -6,26 +6,26 @@
 
 namespace typeflow::dist::detail {
 
-inline void transport_impl::notify() {
+TYPEFLOW_DIST_DECL void transport_impl::notify() {
     if (waiting.load() > 0) {
         std::lock_guard lk(mu);
         cv.notify_all();
     }
 }
 
-inline void transport_impl::complete(const std::shared_ptr<req_state>& r) {
+TYPEFLOW_DIST_DECL void transport_impl::complete(const std::shared_ptr<req_state>& r) {
     r->state.store(1);
     notify();
 }
 
-inline void transport_impl::raw_send(int fd, const void* data, std::size_t n) {
+TYPEFLOW_DIST_DECL void transport_impl::raw_send(int fd, const void* data, std::size_t n) {
     // Best effort, never blocks: used only for abort/refusal frames.
     (void)::send(fd, data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-inline void transport_impl::raw_send(tcp::socket& s, const void* data, std::size_t n) { raw_send(s.native_handle(), data, n); }
+TYPEFLOW_DIST_DECL void transport_impl::raw_send(tcp::socket& s, const void* data, std::size_t n) { raw_send(s.native_handle(), data, n); }
 
-inline std::vector<std::byte> transport_impl::abort_frame(const std::string& reason) {
+TYPEFLOW_DIST_DECL std::vector<std::byte> transport_impl::abort_frame(const std::string& reason) {
     std::string r = reason.substr(0, max_abort_bytes);
     frame_header h;
     h.type = frame_type::abort;
@@ -40,7 +40,7 @@ inline std::vector<std::byte> transport_impl::abort_frame(const std::string& rea
 /// after a frame already being written so the stream stays whole), then
 /// stops every socket operation and only then marks the transport failed,
 /// so no user buffer is touched once a caller sees the failure.
-inline void transport_impl::fail(const std::string& reason) {
+TYPEFLOW_DIST_DECL void transport_impl::fail(const std::string& reason) {
     if (failing) return;
     failing = true;
     failing_flag.store(true);
@@ -66,21 +66,21 @@ inline void transport_impl::fail(const std::string& reason) {
 }
 
 /// Called when a write completes while failing.
-inline void transport_impl::write_done_while_failing(peer_state& p, bool ok) {
+TYPEFLOW_DIST_DECL void transport_impl::write_done_while_failing(peer_state& p, bool ok) {
     if (ok) send_abort(p);
     p.wmu.unlock();
     check_writes_quiet();
 }
 
 /// I/O thread, while failing, holding p.wmu: the abort frame, once.
-inline void transport_impl::send_abort(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::send_abort(peer_state& p) {
     if (p.abort_sent || p.goodbye_sent || p.write_broken.load() || !p.sock || p.fd_closed.load()) return;
     p.abort_sent = true;
     raw_send(p.fd, abort_bytes.data(), abort_bytes.size());
 }
 
 /// I/O thread, while failing: a caller finished (or gave up) writing to `p`.
-inline void transport_impl::caller_write_done_while_failing(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::caller_write_done_while_failing(peer_state& p) {
     if (failed.load()) return;
     if (!p.writing && p.wmu.try_lock()) {
         send_abort(p);
@@ -89,14 +89,14 @@ inline void transport_impl::caller_write_done_while_failing(peer_state& p) {
     check_writes_quiet();
 }
 
-inline void transport_impl::check_writes_quiet() {
+TYPEFLOW_DIST_DECL void transport_impl::check_writes_quiet() {
     if (failed.load()) return;
     for (auto& q : peers)
         if (q->writing || q->caller_writing.load()) return;
     finalize_failure();
 }
 
-inline void transport_impl::finalize_failure() {
+TYPEFLOW_DIST_DECL void transport_impl::finalize_failure() {
     if (failed.load()) return;
     for (auto& p : peers) {
         if (!p->sock || p->fd_closed.load()) continue;
@@ -122,19 +122,19 @@ inline void transport_impl::finalize_failure() {
     cv.notify_all();
 }
 
-inline void transport_impl::wait_failed() {
+TYPEFLOW_DIST_DECL void transport_impl::wait_failed() {
     std::unique_lock lk(mu);
     ++waiting;
     cv.wait_for(lk, std::chrono::seconds(5), [&] { return failed.load(); });
     --waiting;
 }
 
-inline std::string transport_impl::failure() {
+TYPEFLOW_DIST_DECL std::string transport_impl::failure() {
     std::lock_guard lk(mu);
     return failure_msg;
 }
 
-inline void transport_impl::peer_lost(peer_state& p, const error_code& ec) {
+TYPEFLOW_DIST_DECL void transport_impl::peer_lost(peer_state& p, const error_code& ec) {
     if (failing) return;
     if (p.goodbye_received) {
         p.eof = true;
@@ -147,17 +147,17 @@ inline void transport_impl::peer_lost(peer_state& p, const error_code& ec) {
 }
 
 /// Fails the transport from any thread (the I/O thread does it at once).
-inline void transport_impl::fail_any(const std::string& reason) {
+TYPEFLOW_DIST_DECL void transport_impl::fail_any(const std::string& reason) {
     if (io.get_executor().running_in_this_thread()) return fail(reason);
     asio::post(io, [this, reason] { fail(reason); });
 }
 
-inline void transport_impl::abort_from_caller(const std::string& reason) {
+TYPEFLOW_DIST_DECL void transport_impl::abort_from_caller(const std::string& reason) {
     asio::post(io, [this, reason] { fail(reason); });
     wait_failed();
 }
 
-inline void transport_impl::wait_timed_out(const req_state& r) {
+TYPEFLOW_DIST_DECL void transport_impl::wait_timed_out(const req_state& r) {
     const std::string what = describe(r.h) + (r.is_send ? " to " : " from ") + names[r.peer];
     abort_from_caller("timed out waiting for " + what);
     throw error(failure());

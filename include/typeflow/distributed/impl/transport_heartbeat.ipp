@@ -8,7 +8,7 @@
 
 namespace typeflow::dist::detail {
 
-inline asio::awaitable<void> transport_impl::tick_loop() {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::tick_loop() {
     const auto timeout = opt.heartbeat_timeout;
     const auto interval = std::max<clock::duration>(std::chrono::milliseconds(1), timeout / 20);
     auto last = clock::now();
@@ -45,13 +45,13 @@ inline asio::awaitable<void> transport_impl::tick_loop() {
     }
 }
 
-inline void transport_impl::send_goodbye(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::send_goodbye(peer_state& p) {
     if (p.goodbye_sent || !p.sock) return;
     p.goodbye_sent = true;
     send_small(p, frame_type::goodbye);
 }
 
-inline void transport_impl::shutdown() {
+TYPEFLOW_DIST_DECL void transport_impl::shutdown() {
     stop_sender(); // before the goodbyes: nothing is written after them
     if (thread.joinable()) {
         if (ready.load() && !failed.load() && size > 1) {

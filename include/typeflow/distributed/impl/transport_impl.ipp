@@ -15,6 +15,7 @@
 // read lock `rmu`; see transport_recv.ipp). Completion is a flag in the request.
 
 #include <typeflow/distributed/handshake.hpp>
+#include <typeflow/distributed/transport.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
@@ -59,7 +60,7 @@ using tcp = asio::ip::tcp;
 using clock = std::chrono::steady_clock;
 using boost::system::error_code;
 
-inline std::string ms_string(clock::duration d) {
+TYPEFLOW_DIST_DECL std::string ms_string(clock::duration d) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
@@ -287,6 +288,7 @@ struct transport_impl {
     rx pump(peer_state& p, bool on_io, const req_state* r = nullptr);
     void unlock_rx(peer_state& p);
     void take_back(peer_state& p);
+    static asio::awaitable<void> park(peer_state& p);
     asio::awaitable<void> reader(peer_state& p);
     bool writable(const req_state& r);
     void deliver(peer_state& p);

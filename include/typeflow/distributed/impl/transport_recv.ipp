@@ -16,13 +16,13 @@
 
 namespace typeflow::dist::detail {
 
-inline void transport_impl::touch(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::touch(peer_state& p) {
     p.last_recv.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 /// I/O thread: hands p's descriptor to the reactor (before any asio
 /// operation on `p.sock`).
-inline void transport_impl::watch(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::watch(peer_state& p) {
     if (p.watched || p.fd_closed.load()) return;
     error_code ec;
     p.sock->assign(p.protocol, p.fd, ec);
@@ -32,7 +32,7 @@ inline void transport_impl::watch(peer_state& p) {
 
 /// I/O thread: takes p's descriptor out of the reactor while a caller
 /// owns it and no asio write is in progress.
-inline void transport_impl::unwatch(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::unwatch(peer_state& p) {
     if (!p.watched || p.writing || !p.sendq.empty()) return;
     error_code ec;
     (void)p.sock->release(ec);
@@ -40,33 +40,33 @@ inline void transport_impl::unwatch(peer_state& p) {
 }
 
 /// The reader saw end of stream or an error (any thread).
-inline transport_impl::rx transport_impl::rx_lost(peer_state& p, const error_code& ec, bool on_io) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_lost(peer_state& p, const error_code& ec, bool on_io) {
     p.rx_closed.store(true);
     if (on_io) peer_lost(p, ec);
     else asio::post(io, [this, &p, ec] { peer_lost(p, ec); });
     return rx::stop;
 }
 
-inline transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool on_io) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool on_io) {
     p.rx_closed.store(true);
     if (on_io) fail(why);
     else asio::post(io, [this, why] { fail(why); });
     return rx::stop;
 }
 
-inline bool transport_impl::same_op(const frame_header& a, const frame_header& b) {
+TYPEFLOW_DIST_DECL bool transport_impl::same_op(const frame_header& a, const frame_header& b) {
     return a.type == b.type && a.op == b.op && a.dtype_code == b.dtype_code && a.reduce_code == b.reduce_code &&
            a.epoch == b.epoch && a.seq == b.seq && a.count == b.count && a.offset == b.offset && a.length == b.length;
 }
 
 /// The failure of a receive that expected `want` and got `got` from `p`.
-inline std::string transport_impl::mismatch(const peer_state& p, const frame_header& want, const frame_header& got) {
+TYPEFLOW_DIST_DECL std::string transport_impl::mismatch(const peer_state& p, const frame_header& want, const frame_header& got) {
     return "mismatched collective with " + p.name + ": this task expects " + describe(want) + ", the peer sent " +
            describe(got);
 }
 
 /// Holding p.rmu: a header was parsed; decides where its payload goes.
-inline transport_impl::rx transport_impl::begin_frame(peer_state& p, bool on_io) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::begin_frame(peer_state& p, bool on_io) {
     const auto& h = p.rx_h;
     switch (h.type) {
     case frame_type::heartbeat: p.rx_mode = rx_mode_header; return rx::again;
@@ -131,7 +131,7 @@ inline transport_impl::rx transport_impl::begin_frame(peer_state& p, bool on_io)
 }
 
 /// Holding p.rmu: the current frame's payload is complete.
-inline transport_impl::rx transport_impl::end_frame(peer_state& p, bool on_io) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::end_frame(peer_state& p, bool on_io) {
     const auto mode = p.rx_mode;
     p.rx_mode = rx_mode_header;
     if (mode == rx_mode_deliver) {
@@ -165,7 +165,7 @@ inline transport_impl::rx transport_impl::end_frame(peer_state& p, bool on_io) {
 /// without blocking. again: the socket is drained (or `r`, if given, is
 /// complete); parked: too much buffered; stop: the reader is finished
 /// (failure or end of stream, already reported).
-inline transport_impl::rx transport_impl::pump(peer_state& p, bool on_io, const req_state* r) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::pump(peer_state& p, bool on_io, const req_state* r) {
     if (p.rx_closed.load() || !p.sock) return rx::stop;
     const int fd = p.fd;
     std::byte* st = p.stage.get();
@@ -289,28 +289,30 @@ inline transport_impl::rx transport_impl::pump(peer_state& p, bool on_io, const 
 }
 
 /// Releases p's read lock; wakes the I/O thread if it found the lock taken.
-inline void transport_impl::unlock_rx(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::unlock_rx(peer_state& p) {
     p.rmu.unlock();
     if (p.io_read_wanted.exchange(false)) asio::post(io, [&p] { p.wake->cancel(); });
 }
 
 /// I/O thread: takes p back from the caller if no caller is reading it now.
-inline void transport_impl::take_back(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::take_back(peer_state& p) {
     if (!p.caller_owned.load() || !p.rmu.try_lock()) return;
     p.caller_owned.store(false);
     p.rmu.unlock();
     p.wake->cancel();
 }
 
+/// I/O thread: sleeps until p's wake timer is cancelled.
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::park(peer_state& p) {
+    p.wake->expires_at(clock::time_point::max());
+    error_code ignored;
+    co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
 /// I/O thread: watches p's socket while no caller owns it.
-inline asio::awaitable<void> transport_impl::reader(peer_state& p) {
+TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::reader(peer_state& p) {
     auto sock = p.sock; // keeps the socket alive for this coroutine
     bool need_wait = true;
-    auto park = [&]() -> asio::awaitable<void> {
-        p.wake->expires_at(clock::time_point::max());
-        error_code ignored;
-        co_await p.wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    };
     for (;;) {
         if (need_wait) {
             watch(p);
@@ -325,7 +327,7 @@ inline asio::awaitable<void> transport_impl::reader(peer_state& p) {
         if (p.caller_owned.load()) { // a caller reads this socket; wait to be handed it back
             unwatch(p);
             p.parked_owned = true;
-            co_await park();
+            co_await park(p);
             p.parked_owned = false;
             need_wait = false;
             continue;
@@ -335,7 +337,7 @@ inline asio::awaitable<void> transport_impl::reader(peer_state& p) {
             // before the second try, so one of the two sees the other).
             p.io_read_wanted.store(true);
             if (!p.rmu.try_lock()) {
-                co_await park();
+                co_await park(p);
                 need_wait = false;
                 continue;
             }
@@ -345,7 +347,7 @@ inline asio::awaitable<void> transport_impl::reader(peer_state& p) {
         p.rmu.unlock();
         if (k == rx::stop) co_return;
         if (k == rx::parked) {
-            co_await park();
+            co_await park(p);
             touch(p);
             need_wait = false;
         }
@@ -354,7 +356,7 @@ inline asio::awaitable<void> transport_impl::reader(peer_state& p) {
 
 /// False while a queued send still reads bytes that receive `r` would
 /// overwrite; such a frame waits in the unexpected queue instead.
-inline bool transport_impl::writable(const req_state& r) {
+TYPEFLOW_DIST_DECL bool transport_impl::writable(const req_state& r) {
     if (!r.h.length) return true;
     const auto* b = static_cast<const std::byte*>(r.dst);
     const auto* e = b + r.h.length;
@@ -373,7 +375,7 @@ inline bool transport_impl::writable(const req_state& r) {
 
 /// Hands buffered frames to posted receives, in order, while possible.
 /// Any thread, holding rq_mu.
-inline void transport_impl::deliver(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::deliver(peer_state& p) {
     while (!p.unexpected.empty() && !p.recvq.empty() && !failing_flag.load()) {
         auto req = p.recvq.front();
         auto& u = p.unexpected.front();
@@ -396,7 +398,7 @@ inline void transport_impl::deliver(peer_state& p) {
 }
 
 /// Any thread: retries buffered frames that waited for a send to finish.
-inline void transport_impl::redeliver() {
+TYPEFLOW_DIST_DECL void transport_impl::redeliver() {
     if (!delivery_blocked.exchange(false)) return;
     std::lock_guard lk(rq_mu);
     for (auto& q : peers) deliver(*q);
@@ -404,10 +406,10 @@ inline void transport_impl::redeliver() {
 
 /// True when the thread that waits for receive `r` reads its frame itself
 /// (transport_options::caller_read_bytes).
-inline bool transport_impl::caller_reads(const req_state& r) const { return r.h.length <= opt.caller_read_bytes; }
+TYPEFLOW_DIST_DECL bool transport_impl::caller_reads(const req_state& r) const { return r.h.length <= opt.caller_read_bytes; }
 
 /// Any thread: queues receive `r` (delivering a buffered frame at once).
-inline void transport_impl::post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
+TYPEFLOW_DIST_DECL void transport_impl::post_recv(peer_state& p, const std::shared_ptr<req_state>& r) {
     if (caller_reads(*r)) p.caller_owned.store(true); // the caller reads this socket from now on (see pump)
     else if (p.caller_owned.load()) { // a long frame: the I/O thread reads it
         p.caller_owned.store(false);

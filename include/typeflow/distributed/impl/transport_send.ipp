@@ -18,14 +18,14 @@
 
 namespace typeflow::dist::detail {
 
-inline void transport_impl::post_send(peer_state& p, const std::shared_ptr<req_state>& r) {
+TYPEFLOW_DIST_DECL void transport_impl::post_send(peer_state& p, const std::shared_ptr<req_state>& r) {
     if (p.goodbye_received && r->h.type == frame_type::data)
         return fail("sending " + describe(r->h) + " to " + p.name + ", which has shut down");
     p.sendq.push_back(r);
     if (!p.writing) start_write(p);
 }
 
-inline void transport_impl::start_write(peer_state& p) {
+TYPEFLOW_DIST_DECL void transport_impl::start_write(peer_state& p) {
     if (failing || !p.sock || p.write_broken.load() || p.writing || p.sendq.empty()) return;
     if (!p.wmu.try_lock()) {
         // A caller is writing a frame; it kicks us when done (flag set
@@ -61,7 +61,7 @@ inline void transport_impl::start_write(peer_state& p) {
 /// A write failed (the peer reset the connection). The peer may have
 /// said why (an abort frame still unread), so the reader gets a moment
 /// to report that before the write error is reported.
-inline void transport_impl::write_failed(peer_state& p, const error_code& ec) {
+TYPEFLOW_DIST_DECL void transport_impl::write_failed(peer_state& p, const error_code& ec) {
     p.write_broken.store(true);
     auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
     t->async_wait([this, &p, ec, t](const error_code&) {
@@ -76,7 +76,7 @@ inline void transport_impl::write_failed(peer_state& p, const error_code& ec) {
 /// (then the failure is, or is being, recorded and `wait` on the request
 /// throws). A queued frame's payload was registered in `inflight` when it
 /// was queued and leaves it here, whatever the outcome.
-inline bool transport_impl::caller_write(peer_state& p, req_state& r, clock::time_point deadline, bool queued) {
+TYPEFLOW_DIST_DECL bool transport_impl::caller_write(peer_state& p, req_state& r, clock::time_point deadline, bool queued) {
     const auto* payload = static_cast<const std::byte*>(r.src);
     bool registered = queued && r.h.length;
     auto release = [&] {
@@ -134,7 +134,7 @@ inline bool transport_impl::caller_write(peer_state& p, req_state& r, clock::tim
     return done;
 }
 
-inline void transport_impl::unregister_inflight(const std::byte* payload, std::size_t n) {
+TYPEFLOW_DIST_DECL void transport_impl::unregister_inflight(const std::byte* payload, std::size_t n) {
     std::lock_guard lk(inflight_mu);
     for (auto it = inflight.begin(); it != inflight.end(); ++it)
         if (it->first == payload && it->second == n) {
@@ -143,7 +143,7 @@ inline void transport_impl::unregister_inflight(const std::byte* payload, std::s
         }
 }
 
-inline bool transport_impl::write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile) {
+TYPEFLOW_DIST_DECL bool transport_impl::write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile) {
     const int fd = p.fd;
     iovec iov[2];
     iov[0].iov_base = r.wire.data();
@@ -218,11 +218,11 @@ inline bool transport_impl::write_frame(peer_state& p, req_state& r, clock::time
     return true;
 }
 
-inline bool transport_impl::use_sender(const peer_state& p, const req_state& r) const {
+TYPEFLOW_DIST_DECL bool transport_impl::use_sender(const peer_state& p, const req_state& r) const {
     return r.h.length >= opt.send_thread_bytes || p.queued.load() > 0;
 }
 
-inline void transport_impl::signal_send_done() {
+TYPEFLOW_DIST_DECL void transport_impl::signal_send_done() {
     if (send_efd >= 0 && send_waiters.load() > 0) {
         const std::uint64_t one = 1;
         (void)!::write(send_efd, &one, sizeof one);
@@ -230,7 +230,7 @@ inline void transport_impl::signal_send_done() {
 }
 
 /// Caller: queues data frame `r` for the sender thread.
-inline void transport_impl::queue_send(peer_state& p, const std::shared_ptr<req_state>& r) {
+TYPEFLOW_DIST_DECL void transport_impl::queue_send(peer_state& p, const std::shared_ptr<req_state>& r) {
     if (r->h.length) {
         std::lock_guard lk(inflight_mu);
         inflight.emplace_back(static_cast<const std::byte*>(r->src), r->h.length);
@@ -247,7 +247,7 @@ inline void transport_impl::queue_send(peer_state& p, const std::shared_ptr<req_
     sq_cv.notify_one();
 }
 
-inline void transport_impl::sender_loop() {
+TYPEFLOW_DIST_DECL void transport_impl::sender_loop() {
     for (;;) {
         std::shared_ptr<req_state> r;
         {
@@ -274,7 +274,7 @@ inline void transport_impl::sender_loop() {
 }
 
 /// Stops the sender thread; frames still queued are dropped unwritten.
-inline void transport_impl::stop_sender() {
+TYPEFLOW_DIST_DECL void transport_impl::stop_sender() {
     {
         std::lock_guard lk(sq_mu);
         sq_stop = true;
@@ -290,7 +290,7 @@ inline void transport_impl::stop_sender() {
     send_efd = -1;
 }
 
-inline void transport_impl::send_small(peer_state& p, frame_type t) {
+TYPEFLOW_DIST_DECL void transport_impl::send_small(peer_state& p, frame_type t) {
     auto r = std::make_shared<req_state>();
     r->h.type = t;
     r->is_send = true;

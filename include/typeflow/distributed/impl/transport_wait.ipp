@@ -11,12 +11,12 @@ namespace typeflow::dist::detail {
 
 /// Spin of the waits that another thread completes (a queued long send,
 /// a frame the I/O thread reads): short, they rarely end that soon.
-inline std::chrono::microseconds transport_impl::short_spin() const {
+TYPEFLOW_DIST_DECL std::chrono::microseconds transport_impl::short_spin() const {
     return std::min(opt.spin_wait, std::chrono::microseconds(20));
 }
 
 /// Caller: how long this wait may poll before it sleeps.
-inline std::int64_t transport_impl::spin_budget() {
+TYPEFLOW_DIST_DECL std::int64_t transport_impl::spin_budget() {
     const std::int64_t max_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count();
     if (!opt.adaptive_spin || max_ns <= 0) return std::max<std::int64_t>(max_ns, 0);
     const std::int64_t b = spin_budget_ns.load(std::memory_order_relaxed);
@@ -26,7 +26,7 @@ inline std::int64_t transport_impl::spin_budget() {
 
 /// Caller: adapts the budget to how a wait that spun `budget` ended:
 /// `hit` (the frame came while spinning), else it outlasted the spin.
-inline void transport_impl::spin_feedback(std::int64_t budget, bool hit) {
+TYPEFLOW_DIST_DECL void transport_impl::spin_feedback(std::int64_t budget, bool hit) {
     (hit ? n_spin_hits : n_spin_misses).fetch_add(1, std::memory_order_relaxed);
     if (!opt.adaptive_spin) return;
     const std::int64_t max_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count();
@@ -39,7 +39,7 @@ inline void transport_impl::spin_feedback(std::int64_t budget, bool hit) {
 /// (blocking in poll while nothing is there). Returns false to fall back
 /// to waiting for the I/O thread (failure in progress, peer gone, or a
 /// frame parked for lack of buffer space).
-inline bool transport_impl::read_until(peer_state& p, const req_state& r, clock::time_point deadline) {
+TYPEFLOW_DIST_DECL bool transport_impl::read_until(peer_state& p, const req_state& r, clock::time_point deadline) {
     p.caller_owned.store(true);
     for (int i = 0;; ++i) {
         if (r.state.load(std::memory_order_acquire)) return true;
@@ -105,7 +105,7 @@ inline bool transport_impl::read_until(peer_state& p, const req_state& r, clock:
 }
 
 /// Caller: waits for queued send `r`, reading the sockets it owns meanwhile.
-inline void transport_impl::wait_send(const req_state& r, clock::time_point deadline) {
+TYPEFLOW_DIST_DECL void transport_impl::wait_send(const req_state& r, clock::time_point deadline) {
     const auto spin_until = clock::now() + short_spin();
     while (!r.state.load(std::memory_order_acquire) && clock::now() < spin_until) {
         if (failed.load()) throw error(failure());
@@ -144,7 +144,7 @@ inline void transport_impl::wait_send(const req_state& r, clock::time_point dead
     }
 }
 
-inline void transport_impl::wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
+TYPEFLOW_DIST_DECL void transport_impl::wait(const std::shared_ptr<req_state>& r, clock::time_point deadline) {
     if (r->queued) return wait_send(*r, deadline);
     if (!r->is_send && caller_reads(*r) && !r->state.load(std::memory_order_acquire) && r->peer >= 0 &&
         read_until(*peers[static_cast<std::size_t>(r->peer)], *r, deadline))
