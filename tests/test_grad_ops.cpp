@@ -18,16 +18,19 @@ auto project(const F& f, std::uint64_t seed = 99) {
     using S = tf::shape_t<F>;
     tf::tensor<double> w(S::value);
     tf::init::uniform{-1, 1, seed}(w, "w");
-    return tf::sum(f * tf::constant<S>(w));
+    tf::constant_tensor<double, S, tf::device_t<F>> c;  // on f's device
+    c.data = tf::constant<S>(w).data;
+    return tf::sum(f * c);
 }
 // Variables a [3, 4], b [4], c [3, 1], p [3, 4] positive, q [4] positive
+template <class D>
 struct vars {
-    tf::variable<"a", double, shape<3, 4>> a{tf::init::uniform{-2, 2, 1}};
-    tf::variable<"b", double, shape<4>> b{tf::init::uniform{-2, 2, 2}};
-    tf::variable<"c", double, shape<3, 1>> c{tf::init::uniform{-2, 2, 3}};
-    tf::variable<"p", double, shape<3, 4>> p{tf::init::uniform{0.5, 2, 4}};
-    tf::variable<"q", double, shape<4>> q{tf::init::uniform{0.5, 2, 5}};
-    tf::variable<"s", double, shape<>> s{tf::init::uniform{0.5, 2, 6}};
+    tf::variable<"a", double, shape<3, 4>, D> a{tf::init::uniform{-2, 2, 1}};
+    tf::variable<"b", double, shape<4>, D> b{tf::init::uniform{-2, 2, 2}};
+    tf::variable<"c", double, shape<3, 1>, D> c{tf::init::uniform{-2, 2, 3}};
+    tf::variable<"p", double, shape<3, 4>, D> p{tf::init::uniform{0.5, 2, 4}};
+    tf::variable<"q", double, shape<4>, D> q{tf::init::uniform{0.5, 2, 5}};
+    tf::variable<"s", double, shape<>, D> s{tf::init::uniform{0.5, 2, 6}};
 };
 // Values at least 0.1 away from 0 (abs, relu) and pairwise distinct (max/min)
 void push_from_kinks(tf::tensor<double>& t) {
@@ -38,8 +41,9 @@ void push_from_kinks(tf::tensor<double>& t) {
 }
 }  // namespace
 
-TEST_CASE("grad: element-wise ops match finite differences", "[grad]") {
-    vars v;
+TEMPLATE_TEST_CASE("grad: element-wise ops match finite differences", "[grad]", tf::cpu, tf::reference) {
+    using D = TestType;
+    vars<D> v;
     push_from_kinks(v.a.value());
     push_from_kinks(v.b.value());
     auto& a = v.a;
@@ -74,13 +78,14 @@ TEST_CASE("grad: element-wise ops match finite differences", "[grad]") {
     TFTEST_CHECK_GRAD("relu", project(tf::relu(a)), a);
     TFTEST_CHECK_GRAD("where", project(tf::where(a > b, a * b, tf::exp(c))), a, b, c);
     TFTEST_CHECK_GRAD("cast double to double", project(tf::cast<double>(a)), a);
-    TFTEST_CHECK_GRAD("to<cpu>", project(tf::to<tf::cpu>(a)), a);
+    TFTEST_CHECK_GRAD("to<cpu>", project(tf::to<tf::cpu>(a)), a);  // from reference: across devices
     TFTEST_CHECK_GRAD("with_dependencies", project(tf::with_dependencies(a * b, tf::exp(c))), a, b);
-    TFTEST_CHECK_GRAD("literal", project(a * tf::literal<double, 3, 2>{}), a);
+    TFTEST_CHECK_GRAD("literal", project(a * tf::literal<double, 3, 2, D>{}), a);
 }
 
-TEST_CASE("grad: reductions match finite differences", "[grad]") {
-    vars v;
+TEMPLATE_TEST_CASE("grad: reductions match finite differences", "[grad]", tf::cpu, tf::reference) {
+    using D = TestType;
+    vars<D> v;
     push_from_kinks(v.a.value());
     auto& a = v.a;
     auto& p = v.p;
@@ -97,13 +102,14 @@ TEST_CASE("grad: reductions match finite differences", "[grad]") {
     TFTEST_CHECK_GRAD("prod all", tf::prod(p), p);
 }
 
-TEST_CASE("grad: matmul, transpose and views match finite differences", "[grad]") {
-    tf::variable<"m", double, shape<3, 4>> m{tf::init::uniform{-1, 1, 11}};
-    tf::variable<"n", double, shape<4, 5>> n{tf::init::uniform{-1, 1, 12}};
-    tf::variable<"mt", double, shape<4, 3>> mt{tf::init::uniform{-1, 1, 13}};
-    tf::variable<"nt", double, shape<5, 4>> nt{tf::init::uniform{-1, 1, 14}};
-    tf::variable<"bm", double, shape<2, 3, 4>> bm{tf::init::uniform{-1, 1, 15}};
-    tf::variable<"bn", double, shape<2, 4, 5>> bn{tf::init::uniform{-1, 1, 16}};
+TEMPLATE_TEST_CASE("grad: matmul, transpose and views match finite differences", "[grad]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::variable<"m", double, shape<3, 4>, D> m{tf::init::uniform{-1, 1, 11}};
+    tf::variable<"n", double, shape<4, 5>, D> n{tf::init::uniform{-1, 1, 12}};
+    tf::variable<"mt", double, shape<4, 3>, D> mt{tf::init::uniform{-1, 1, 13}};
+    tf::variable<"nt", double, shape<5, 4>, D> nt{tf::init::uniform{-1, 1, 14}};
+    tf::variable<"bm", double, shape<2, 3, 4>, D> bm{tf::init::uniform{-1, 1, 15}};
+    tf::variable<"bn", double, shape<2, 4, 5>, D> bn{tf::init::uniform{-1, 1, 16}};
     TFTEST_CHECK_GRAD("matmul", project(tf::matmul(m, n)), m, n);
     TFTEST_CHECK_GRAD("matmul transpose_a", project(tf::matmul(mt, n, tf::transpose_a)), mt, n);
     TFTEST_CHECK_GRAD("matmul transpose_b", project(tf::matmul(m, nt, tf::transpose_b)), m, nt);
@@ -118,8 +124,9 @@ TEST_CASE("grad: matmul, transpose and views match finite differences", "[grad]"
     TFTEST_CHECK_GRAD("squeeze", project(tf::squeeze<0>(tf::reshape<1, 12>(m))), m);
 }
 
-TEST_CASE("grad: ops without a gradient give a static zero", "[grad]") {
-    vars v;
+TEMPLATE_TEST_CASE("grad: ops without a gradient give a static zero", "[grad]", tf::cpu, tf::reference) {
+    using D = TestType;
+    vars<D> v;
     auto& a = v.a;
     auto& b = v.b;
     tf::session s;
@@ -140,7 +147,7 @@ TEST_CASE("grad: ops without a gradient give a static zero", "[grad]") {
         CHECK(gbv[j] == Approx(want).epsilon(1e-12));
     }
     // a variable the cost does not reach: a zero of its shape
-    tf::variable<"unused", double, shape<2, 5>> u;
+    tf::variable<"unused", double, shape<2, 5>, D> u;
     auto gu = s.run(tf::grad(tf::sum(a), u));
     REQUIRE(gu.dims() == tf::dims{2, 5});
     for (tf::index_t i = 0; i < gu.size(); ++i) CHECK(gu[i] == 0.0);

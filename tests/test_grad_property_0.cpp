@@ -5,3 +5,9 @@ TEST_CASE("grad: 50 random expressions match finite differences (seeds 0-49)", "
     const int failures = tftest::property::check_range<0>(std::make_index_sequence<50>{});
     CHECK(failures == 0);
 }
+
+TEST_CASE("grad: 10 random expressions on the reference device match finite differences (seeds 0-9)",
+          "[grad][property][reference]") {
+    const int failures = tftest::property::check_range<0, typeflow::reference>(std::make_index_sequence<10>{});
+    CHECK(failures == 0);
+}

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <sstream>
 #include <string>
@@ -147,6 +148,14 @@ constexpr double trans_atol() {
     return std::is_same_v<T, float> ? 1e-7 : 1e-15;
 }
 
+// tf::constant<S>(values) placed on device D.
+template <class D, class S, class T>
+tf::constant_tensor<T, S, D> constant_on(std::initializer_list<T> values) {
+    tf::constant_tensor<T, S, D> c;
+    c.data = tf::constant<S>(values).data;
+    return c;
+}
+
 template <class T>
 std::string dtype_tag() {
     return std::string(tf::dtype_name(tf::dtype_of<T>));
@@ -157,13 +166,13 @@ std::string dtype_tag() {
 // ---------------------------------------------------------------------------
 // Full: all six ops; otherwise a - b only (for shape variants: the
 // kernels are shared with the full check, only the broadcast layout differs).
-template <class T, class SA, class SB, bool Full = true>
+template <class D, class T, class SA, class SB, bool Full = true>
 void check_arith_static(std::uint32_t seed) {
     const tf::dims da = SA::value, db = SB::value;
     const std::string tag = dtype_tag<T>() + " " + tf::to_string(da) + " op " + tf::to_string(db);
     INFO(tag);
-    tf::placeholder<"a", T, SA> a;
-    tf::placeholder<"b", T, SB> b;
+    tf::placeholder<"a", T, SA, D> a;
+    tf::placeholder<"b", T, SB, D> b;
     rng_t r(seed);
     const auto ta = rand_tensor<T>(r, da, Full ? dist::any : dist::nonzero);
     const auto tb = rand_tensor<T>(r, db, dist::nonzero);
@@ -190,41 +199,44 @@ void check_arith_static(std::uint32_t seed) {
 
 // ===========================================================================
 
-TEST_CASE("elementwise: + - * / maximum minimum, equal shapes, all numeric dtypes", "[ops][elementwise]") {
-    check_arith_static<float, tf::shape<5, 7>, tf::shape<5, 7>>(1);
-    check_arith_static<double, tf::shape<5, 7>, tf::shape<5, 7>, false>(2);
-    check_arith_static<std::int32_t, tf::shape<5, 7>, tf::shape<5, 7>, false>(3);
-    check_arith_static<std::int64_t, tf::shape<5, 7>, tf::shape<5, 7>, false>(4);
+TEMPLATE_TEST_CASE("elementwise: + - * / maximum minimum, equal shapes, all numeric dtypes", "[ops][elementwise]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_arith_static<D, float, tf::shape<5, 7>, tf::shape<5, 7>>(1);
+    check_arith_static<D, double, tf::shape<5, 7>, tf::shape<5, 7>, false>(2);
+    check_arith_static<D, std::int32_t, tf::shape<5, 7>, tf::shape<5, 7>, false>(3);
+    check_arith_static<D, std::int64_t, tf::shape<5, 7>, tf::shape<5, 7>, false>(4);
 }
 
-TEST_CASE("elementwise: arithmetic broadcasting [2,3,4] with [3,1], all numeric dtypes", "[ops][elementwise][broadcast]") {
-    check_arith_static<float, tf::shape<2, 3, 4>, tf::shape<3, 1>>(11);
-    check_arith_static<double, tf::shape<2, 3, 4>, tf::shape<3, 1>>(12);
-    check_arith_static<std::int32_t, tf::shape<2, 3, 4>, tf::shape<3, 1>>(13);
-    check_arith_static<std::int64_t, tf::shape<2, 3, 4>, tf::shape<3, 1>>(14);
+TEMPLATE_TEST_CASE("elementwise: arithmetic broadcasting [2,3,4] with [3,1], all numeric dtypes", "[ops][elementwise][broadcast]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_arith_static<D, float, tf::shape<2, 3, 4>, tf::shape<3, 1>>(11);
+    check_arith_static<D, double, tf::shape<2, 3, 4>, tf::shape<3, 1>>(12);
+    check_arith_static<D, std::int32_t, tf::shape<2, 3, 4>, tf::shape<3, 1>>(13);
+    check_arith_static<D, std::int64_t, tf::shape<2, 3, 4>, tf::shape<3, 1>>(14);
 }
 
-TEST_CASE("elementwise: arithmetic broadcasting with size-1 axes on either side and different ranks",
-          "[ops][elementwise][broadcast]") {
-    check_arith_static<float, tf::shape<3, 1>, tf::shape<1, 4>, false>(21);       // both sides broadcast
-    check_arith_static<std::int32_t, tf::shape<3, 1>, tf::shape<1, 4>, false>(22);
-    check_arith_static<float, tf::shape<4>, tf::shape<2, 3, 4>, false>(23);       // lower rank on the left
-    check_arith_static<double, tf::shape<4>, tf::shape<2, 3, 4>, false>(24);
-    check_arith_static<double, tf::shape<2, 1, 5>, tf::shape<3, 1>, false>(25);   // [2,1,5] with [3,1] -> [2,3,5]
-    check_arith_static<std::int64_t, tf::shape<1, 3, 1, 2>, tf::shape<2, 1, 4, 1>, false>(26);  // rank 4, alternating
-    check_arith_static<float, tf::shape<1>, tf::shape<2, 3>, false>(27);          // one-element rank-1 operand
-    check_arith_static<float, tf::shape<2, 3>, tf::shape<1, 1>, false>(28);       // one-element rank-2 operand
-    check_arith_static<float, tf::shape<3, 1000>, tf::shape<3, 1>, false>(29);    // long rows (several blocks)
+TEMPLATE_TEST_CASE("elementwise: arithmetic broadcasting with size-1 axes on either side and different ranks",
+          "[ops][elementwise][broadcast]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_arith_static<D, float, tf::shape<3, 1>, tf::shape<1, 4>, false>(21);       // both sides broadcast
+    check_arith_static<D, std::int32_t, tf::shape<3, 1>, tf::shape<1, 4>, false>(22);
+    check_arith_static<D, float, tf::shape<4>, tf::shape<2, 3, 4>, false>(23);       // lower rank on the left
+    check_arith_static<D, double, tf::shape<4>, tf::shape<2, 3, 4>, false>(24);
+    check_arith_static<D, double, tf::shape<2, 1, 5>, tf::shape<3, 1>, false>(25);   // [2,1,5] with [3,1] -> [2,3,5]
+    check_arith_static<D, std::int64_t, tf::shape<1, 3, 1, 2>, tf::shape<2, 1, 4, 1>, false>(26);  // rank 4, alternating
+    check_arith_static<D, float, tf::shape<1>, tf::shape<2, 3>, false>(27);          // one-element rank-1 operand
+    check_arith_static<D, float, tf::shape<2, 3>, tf::shape<1, 1>, false>(28);       // one-element rank-2 operand
+    check_arith_static<D, float, tf::shape<3, 1000>, tf::shape<3, 1>, false>(29);    // long rows (several blocks)
 }
 
 namespace {
 // C++ scalars (either side), rank-0 placeholders and constants as operands.
 // Full: nine forms; otherwise three (the rest share kernels across dtypes).
-template <class T, bool Full>
+template <class D, class T, bool Full>
 void check_scalar_operands(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"a", T, tf::shape<3, 4>> a;
-    tf::placeholder<"s", T, tf::shape<>> sc;
+    tf::placeholder<"a", T, tf::shape<3, 4>, D> a;
+    tf::placeholder<"s", T, tf::shape<>, D> sc;
     rng_t r(seed);
     const auto ta = rand_tensor<T>(r, {3, 4}, dist::nonzero);
     const T sv = std::is_floating_point_v<T> ? static_cast<T>(1.75) : static_cast<T>(3);
@@ -237,7 +249,7 @@ void check_scalar_operands(std::uint32_t seed) {
     if constexpr (Full) {
         auto [r1, r2, r3, r4, r5, r6, r7, r8, r9] =
             s.run(tf::fetch(a + 2, 7 - a, a * sc, sc / a, tf::maximum(a, 1), tf::minimum(0, a), sc - a, a / 2,
-                            sc * tf::constant(static_cast<T>(2)) + a),
+                            sc * tf::scalar<T, D>(static_cast<T>(2)) + a),
                   tf::feed(a, ta), tf::feed(sc, ts));
         expect_values("a + 2", r1, out, ref1(ta, [](C x) { return x + C(2); }), rt);
         expect_values("7 - a", r2, out, ref1(ta, [](C x) { return C(7) - x; }), rt);
@@ -260,17 +272,19 @@ void check_scalar_operands(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: C++ scalar, rank-0 placeholder and constant operands, all numeric dtypes",
-          "[ops][elementwise][broadcast]") {
-    check_scalar_operands<float, true>(31);
-    check_scalar_operands<double, false>(32);
-    check_scalar_operands<std::int32_t, false>(33);
-    check_scalar_operands<std::int64_t, false>(34);
+TEMPLATE_TEST_CASE("elementwise: C++ scalar, rank-0 placeholder and constant operands, all numeric dtypes",
+          "[ops][elementwise][broadcast]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_scalar_operands<D, float, true>(31);
+    check_scalar_operands<D, double, false>(32);
+    check_scalar_operands<D, std::int32_t, false>(33);
+    check_scalar_operands<D, std::int64_t, false>(34);
 }
 
-TEST_CASE("elementwise: integer division truncates toward zero", "[ops][elementwise]") {
-    tf::placeholder<"a", std::int32_t, tf::shape<6>> a;
-    tf::placeholder<"b", std::int64_t, tf::shape<6>> b;
+TEMPLATE_TEST_CASE("elementwise: integer division truncates toward zero", "[ops][elementwise]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", std::int32_t, tf::shape<6>, D> a;
+    tf::placeholder<"b", std::int64_t, tf::shape<6>, D> b;
     tf::tensor<std::int32_t> ta({6}, {7, -7, 7, -7, 0, 5});
     tf::tensor<std::int64_t> tb({6}, {7, -7, 7, -7, 0, 5});
     tf::session s;
@@ -279,10 +293,11 @@ TEST_CASE("elementwise: integer division truncates toward zero", "[ops][elementw
     expect_values("int64 b / -2", q64, {6}, {-3, 3, -3, 3, 0, -2});
 }
 
-TEST_CASE("elementwise: constant tensor operands broadcast", "[ops][elementwise][broadcast]") {
-    tf::placeholder<"x", double, tf::shape<2, 3, 4>> x;
-    auto c31 = tf::constant<tf::shape<3, 1>>({10.0, 20.0, 30.0});
-    auto c4 = tf::constant<tf::shape<4>>({1.0, -1.0, 0.5, 2.0});
+TEMPLATE_TEST_CASE("elementwise: constant tensor operands broadcast", "[ops][elementwise][broadcast]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<2, 3, 4>, D> x;
+    auto c31 = constant_on<D, tf::shape<3, 1>>({10.0, 20.0, 30.0});
+    auto c4 = constant_on<D, tf::shape<4>>({1.0, -1.0, 0.5, 2.0});
     rng_t r(41);
     const auto tx = rand_tensor<double>(r, {2, 3, 4});
     const double v31[3] = {10.0, 20.0, 30.0}, v4[4] = {1.0, -1.0, 0.5, 2.0};
@@ -300,11 +315,11 @@ TEST_CASE("elementwise: constant tensor operands broadcast", "[ops][elementwise]
 
 namespace {
 // Placeholders with dyn extents fed different sizes across runs of one session.
-template <class T>
+template <class D, class T>
 void check_dyn_broadcast(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"a", T, tf::shape<tf::dyn, tf::dyn>> a;
-    tf::placeholder<"b", T, tf::shape<tf::dyn>> b;
+    tf::placeholder<"a", T, tf::shape<tf::dyn, tf::dyn>, D> a;
+    tf::placeholder<"b", T, tf::shape<tf::dyn>, D> b;
     const auto e1 = a + b;
     const auto e2 = a - b * a;
     const auto e3 = b / a;
@@ -355,15 +370,17 @@ void check_dyn_broadcast(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: dyn extents fed different sizes across runs, extent 1 broadcasting",
-          "[ops][elementwise][broadcast][dyn]") {
-    check_dyn_broadcast<float>(51);
-    check_dyn_broadcast<std::int32_t>(52);
+TEMPLATE_TEST_CASE("elementwise: dyn extents fed different sizes across runs, extent 1 broadcasting",
+          "[ops][elementwise][broadcast][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_dyn_broadcast<D, float>(51);
+    check_dyn_broadcast<D, std::int32_t>(52);
 }
 
-TEST_CASE("elementwise: dyn extent of 1 on either side against a static extent", "[ops][elementwise][broadcast][dyn]") {
-    tf::placeholder<"a", double, tf::shape<tf::dyn, 4>> a;
-    tf::placeholder<"b", double, tf::shape<tf::dyn, 1>> b;
+TEMPLATE_TEST_CASE("elementwise: dyn extent of 1 on either side against a static extent", "[ops][elementwise][broadcast][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", double, tf::shape<tf::dyn, 4>, D> a;
+    tf::placeholder<"b", double, tf::shape<tf::dyn, 1>, D> b;
     const auto e = a * b - b;
     rng_t r(61);
     tf::session s;
@@ -385,10 +402,10 @@ TEST_CASE("elementwise: dyn extent of 1 on either side against a static extent",
 namespace {
 // unary minus, abs, square, relu (Full: each fetched on its own; otherwise
 // one fused combination, with distinct weights so any wrong op shows)
-template <class T, bool Full>
+template <class D, class T, bool Full>
 void check_unary_numeric(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"a", T, tf::shape<4, 9>> a;
+    tf::placeholder<"a", T, tf::shape<4, 9>, D> a;
     rng_t r(seed);
     auto ta = rand_tensor<T>(r, {4, 9});
     ta[0] = T(0);  // relu and abs at 0
@@ -411,12 +428,12 @@ void check_unary_numeric(std::uint32_t seed) {
 }
 
 // exp, log, sqrt, rsqrt, sigmoid, tanh, pow
-template <class T>
+template <class D, class T>
 void check_unary_floating(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"a", T, tf::shape<3, 17>> a;  // any sign
-    tf::placeholder<"p", T, tf::shape<3, 17>> p;  // positive
-    tf::placeholder<"e", T, tf::shape<17>> e;     // exponents, broadcast over rows
+    tf::placeholder<"a", T, tf::shape<3, 17>, D> a;  // any sign
+    tf::placeholder<"p", T, tf::shape<3, 17>, D> p;  // positive
+    tf::placeholder<"e", T, tf::shape<17>, D> e;     // exponents, broadcast over rows
     rng_t r(seed);
     const auto ta = rand_tensor<T>(r, {3, 17});
     const auto tp = rand_tensor<T>(r, {3, 17}, dist::positive);
@@ -439,22 +456,25 @@ void check_unary_floating(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: unary minus, abs, square, relu in every numeric dtype", "[ops][elementwise]") {
-    check_unary_numeric<float, true>(71);
-    check_unary_numeric<double, false>(72);
-    check_unary_numeric<std::int32_t, true>(73);
-    check_unary_numeric<std::int64_t, false>(74);
+TEMPLATE_TEST_CASE("elementwise: unary minus, abs, square, relu in every numeric dtype", "[ops][elementwise]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_unary_numeric<D, float, true>(71);
+    check_unary_numeric<D, double, false>(72);
+    check_unary_numeric<D, std::int32_t, true>(73);
+    check_unary_numeric<D, std::int64_t, false>(74);
 }
 
-TEST_CASE("elementwise: exp log sqrt rsqrt sigmoid tanh pow in float and double", "[ops][elementwise]") {
-    check_unary_floating<float>(81);
-    check_unary_floating<double>(82);
+TEMPLATE_TEST_CASE("elementwise: exp log sqrt rsqrt sigmoid tanh pow in float and double", "[ops][elementwise]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_unary_floating<D, float>(81);
+    check_unary_floating<D, double>(82);
 }
 
-TEST_CASE("elementwise: transcendental functions on a wide input range", "[ops][elementwise]") {
+TEMPLATE_TEST_CASE("elementwise: transcendental functions on a wide input range", "[ops][elementwise]", tf::cpu, tf::reference) {
+    using D = TestType;
     // sigmoid and tanh saturate
-    tf::placeholder<"a", double, tf::shape<41>> a;
-    tf::placeholder<"f", float, tf::shape<41>> f;
+    tf::placeholder<"a", double, tf::shape<41>, D> a;
+    tf::placeholder<"f", float, tf::shape<41>, D> f;
     tf::tensor<double> ta({41});
     tf::tensor<float> tfl({41});
     for (int i = 0; i < 41; ++i) {
@@ -475,11 +495,11 @@ TEST_CASE("elementwise: transcendental functions on a wide input range", "[ops][
 namespace {
 // < <= > >= equal not_equal with broadcasting and ties (Full: also scalar
 // operands; otherwise <, >=, equal only).
-template <class T, bool Full>
+template <class D, class T, bool Full>
 void check_compare(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"a", T, tf::shape<3, 1>> a;
-    tf::placeholder<"b", T, tf::shape<1, 4>> b;
+    tf::placeholder<"a", T, tf::shape<3, 1>, D> a;
+    tf::placeholder<"b", T, tf::shape<1, 4>, D> b;
     rng_t r(seed);
     auto ta = rand_tensor<T>(r, {3, 1}, dist::small_int);
     auto tb = rand_tensor<T>(r, {1, 4}, dist::small_int);
@@ -487,7 +507,7 @@ void check_compare(std::uint32_t seed) {
     const tf::dims out{3, 4};
     tf::session s;
     if constexpr (Full) {
-        tf::placeholder<"c", T, tf::shape<3, 4>> c;
+        tf::placeholder<"c", T, tf::shape<3, 4>, D> c;
         const auto tc = rand_tensor<T>(r, {3, 4}, dist::small_int);
         auto [lt, le, gt, ge, eq, ne, lt0, ge1] =
             s.run(tf::fetch(a < b, a <= b, a > b, a >= b, tf::equal(a, b), tf::not_equal(a, b), c < 0, 1 >= c),
@@ -510,16 +530,18 @@ void check_compare(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: comparisons with broadcasting and ties, every numeric dtype", "[ops][elementwise][compare]") {
-    check_compare<float, true>(91);
-    check_compare<double, false>(92);
-    check_compare<std::int32_t, false>(93);
-    check_compare<std::int64_t, false>(94);
+TEMPLATE_TEST_CASE("elementwise: comparisons with broadcasting and ties, every numeric dtype", "[ops][elementwise][compare]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_compare<D, float, true>(91);
+    check_compare<D, double, false>(92);
+    check_compare<D, std::int32_t, false>(93);
+    check_compare<D, std::int64_t, false>(94);
 }
 
-TEST_CASE("elementwise: logical and/or/not, && || !, bool equality, with broadcasting", "[ops][elementwise][logical]") {
-    tf::placeholder<"p", bool, tf::shape<2, 3, 4>> p;
-    tf::placeholder<"q", bool, tf::shape<3, 1>> q;
+TEMPLATE_TEST_CASE("elementwise: logical and/or/not, && || !, bool equality, with broadcasting", "[ops][elementwise][logical]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"p", bool, tf::shape<2, 3, 4>, D> p;
+    tf::placeholder<"q", bool, tf::shape<3, 1>, D> q;
     rng_t r(101);
     const auto tp = rand_tensor<bool>(r, {2, 3, 4});
     const auto tq = rand_tensor<bool>(r, {3, 1});
@@ -542,12 +564,12 @@ TEST_CASE("elementwise: logical and/or/not, && || !, bool equality, with broadca
 
 namespace {
 // Full: four forms; otherwise where(c, x, y) only.
-template <class T, bool Full>
+template <class D, class T, bool Full>
 void check_where(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"c", bool, tf::shape<3, 1>> c;
-    tf::placeholder<"x", T, tf::shape<2, 3, 4>> x;
-    tf::placeholder<"y", T, tf::shape<4>> y;
+    tf::placeholder<"c", bool, tf::shape<3, 1>, D> c;
+    tf::placeholder<"x", T, tf::shape<2, 3, 4>, D> x;
+    tf::placeholder<"y", T, tf::shape<4>, D> y;
     rng_t r(seed);
     const auto tc = rand_tensor<bool>(r, {3, 1});
     const auto tx = rand_tensor<T>(r, {2, 3, 4});
@@ -581,18 +603,20 @@ void check_where(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: where with three-way broadcasting and scalar branches", "[ops][elementwise][where]") {
-    check_where<float, true>(111);
-    check_where<double, false>(112);
-    check_where<std::int32_t, true>(113);
-    check_where<std::int64_t, false>(114);
+TEMPLATE_TEST_CASE("elementwise: where with three-way broadcasting and scalar branches", "[ops][elementwise][where]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_where<D, float, true>(111);
+    check_where<D, double, false>(112);
+    check_where<D, std::int32_t, true>(113);
+    check_where<D, std::int64_t, false>(114);
 }
 
-TEST_CASE("elementwise: cast between dtypes", "[ops][elementwise][cast]") {
-    tf::placeholder<"f", float, tf::shape<12>> f;
-    tf::placeholder<"i", std::int32_t, tf::shape<12>> i;
-    tf::placeholder<"b", bool, tf::shape<12>> b;
-    tf::placeholder<"d", double, tf::shape<12>> d;
+TEMPLATE_TEST_CASE("elementwise: cast between dtypes", "[ops][elementwise][cast]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"f", float, tf::shape<12>, D> f;
+    tf::placeholder<"i", std::int32_t, tf::shape<12>, D> i;
+    tf::placeholder<"b", bool, tf::shape<12>, D> b;
+    tf::placeholder<"d", double, tf::shape<12>, D> d;
     tf::tensor<float> tfv({12}, {0.f, -0.f, 0.5f, -0.5f, 1.f, -1.f, 2.75f, -2.75f, 99.9f, -99.9f, 1e-3f, 7.f});
     tf::tensor<std::int32_t> ti({12}, {0, 1, -1, 2, -2, 100, -100, 7, 0, 3, -3, 123456});
     tf::tensor<bool> tb({12}, {true, false, true, true, false, false, true, false, true, false, false, true});
@@ -623,13 +647,13 @@ TEST_CASE("elementwise: cast between dtypes", "[ops][elementwise][cast]") {
 namespace {
 // Chains of several element-wise ops (fused into one pass) against the naive
 // reference, over several dyn bindings of one session.
-template <class T>
+template <class D, class T>
 void check_fused_chains(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"x", T, tf::shape<tf::dyn, 4>> x;
-    tf::placeholder<"z", T, tf::shape<tf::dyn, 1>> z;
-    tf::placeholder<"b", T, tf::shape<>> b;
-    tf::variable<"va", T, tf::shape<4>> va;
+    tf::placeholder<"x", T, tf::shape<tf::dyn, 4>, D> x;
+    tf::placeholder<"z", T, tf::shape<tf::dyn, 1>, D> z;
+    tf::placeholder<"b", T, tf::shape<>, D> b;
+    tf::variable<"va", T, tf::shape<4>, D> va;
     const double av[4] = {0.5, -1.25, 2.0, 0.75};
     for (int k = 0; k < 4; ++k) va.value()[k] = static_cast<T>(av[k]);
     const T bv = static_cast<T>(-0.375);
@@ -678,11 +702,11 @@ void check_fused_chains(std::uint32_t seed) {
     }
 }
 
-template <class T>
+template <class D, class T>
 void check_int_chain(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"x", T, tf::shape<tf::dyn, 3>> x;
-    tf::placeholder<"y", T, tf::shape<3>> y;
+    tf::placeholder<"x", T, tf::shape<tf::dyn, 3>, D> x;
+    tf::placeholder<"y", T, tf::shape<3>, D> y;
     const auto e1 = (x * 3 - y) / 2 + tf::maximum(x, y) * x - tf::abs(y);
     const auto e2 = tf::where(x >= y, x * x, -y) + tf::cast<T>(tf::equal(x, y)) - tf::relu(tf::minimum(x, 0) + 5);
     rng_t r(seed);
@@ -704,12 +728,14 @@ void check_int_chain(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("elementwise: fused chains of float ops vs naive reference over dyn bindings", "[ops][elementwise][fused]") {
-    check_fused_chains<float>(121);
-    check_fused_chains<double>(122);
+TEMPLATE_TEST_CASE("elementwise: fused chains of float ops vs naive reference over dyn bindings", "[ops][elementwise][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_fused_chains<D, float>(121);
+    check_fused_chains<D, double>(122);
 }
 
-TEST_CASE("elementwise: fused chains of integer ops vs naive reference", "[ops][elementwise][fused]") {
-    check_int_chain<std::int32_t>(131);
-    check_int_chain<std::int64_t>(132);
+TEMPLATE_TEST_CASE("elementwise: fused chains of integer ops vs naive reference", "[ops][elementwise][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_int_chain<D, std::int32_t>(131);
+    check_int_chain<D, std::int64_t>(132);
 }

@@ -104,10 +104,10 @@ void expect_mm(const std::string& what, const tf::tensor<T>& got, const ref_mm& 
     }
 }
 
-template <class T, class SA, class SB>
+template <class D, class T, class SA, class SB>
 void check_2d(std::uint32_t seed) {
-    tf::placeholder<"a", T, SA> a;
-    tf::placeholder<"b", T, SB> b;
+    tf::placeholder<"a", T, SA, D> a;
+    tf::placeholder<"b", T, SB, D> b;
     rng_t r(seed);
     const auto ta = rand_tensor<T>(r, SA::value), tb = rand_tensor<T>(r, SB::value);
     tf::session s;
@@ -116,12 +116,12 @@ void check_2d(std::uint32_t seed) {
 }
 
 // All four transpose-flag combinations: a is given as [m,k] or [k,m], b as [k,n] or [n,k].
-template <class T, tf::index_t M, tf::index_t K, tf::index_t N>
+template <class D, class T, tf::index_t M, tf::index_t K, tf::index_t N>
 void check_transpose_flags(std::uint32_t seed) {
-    tf::placeholder<"a", T, tf::shape<M, K>> a;
-    tf::placeholder<"at", T, tf::shape<K, M>> at;
-    tf::placeholder<"b", T, tf::shape<K, N>> b;
-    tf::placeholder<"bt", T, tf::shape<N, K>> bt;
+    tf::placeholder<"a", T, tf::shape<M, K>, D> a;
+    tf::placeholder<"at", T, tf::shape<K, M>, D> at;
+    tf::placeholder<"b", T, tf::shape<K, N>, D> b;
+    tf::placeholder<"bt", T, tf::shape<N, K>, D> bt;
     rng_t r(seed);
     const auto ta = rand_tensor<T>(r, {M, K}), tat = rand_tensor<T>(r, {K, M});
     const auto tb = rand_tensor<T>(r, {K, N}), tbt = rand_tensor<T>(r, {N, K});
@@ -137,52 +137,57 @@ void check_transpose_flags(std::uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("matmul: 2-D products of several shapes in float", "[ops][matmul]") {
-    check_2d<float, tf::shape<3, 4>, tf::shape<4, 5>>(1);
-    check_2d<float, tf::shape<1, 7>, tf::shape<7, 3>>(2);   // 1 x K
-    check_2d<float, tf::shape<5, 6>, tf::shape<6, 1>>(3);   // K x 1
-    check_2d<float, tf::shape<1, 1>, tf::shape<1, 1>>(4);
-    check_2d<float, tf::shape<1, 9>, tf::shape<9, 1>>(5);   // a dot product
-    check_2d<float, tf::shape<6, 1>, tf::shape<1, 4>>(6);   // an outer product
-    check_2d<float, tf::shape<17, 33>, tf::shape<33, 9>>(7);
+TEMPLATE_TEST_CASE("matmul: 2-D products of several shapes in float", "[ops][matmul]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_2d<D, float, tf::shape<3, 4>, tf::shape<4, 5>>(1);
+    check_2d<D, float, tf::shape<1, 7>, tf::shape<7, 3>>(2);   // 1 x K
+    check_2d<D, float, tf::shape<5, 6>, tf::shape<6, 1>>(3);   // K x 1
+    check_2d<D, float, tf::shape<1, 1>, tf::shape<1, 1>>(4);
+    check_2d<D, float, tf::shape<1, 9>, tf::shape<9, 1>>(5);   // a dot product
+    check_2d<D, float, tf::shape<6, 1>, tf::shape<1, 4>>(6);   // an outer product
+    check_2d<D, float, tf::shape<17, 33>, tf::shape<33, 9>>(7);
 }
 
-TEST_CASE("matmul: 2-D products in double and int32", "[ops][matmul]") {
-    check_2d<double, tf::shape<3, 4>, tf::shape<4, 5>>(11);
-    check_2d<double, tf::shape<40, 70>, tf::shape<70, 30>>(12);
-    check_2d<std::int32_t, tf::shape<3, 4>, tf::shape<4, 2>>(13);
-    check_2d<std::int32_t, tf::shape<1, 8>, tf::shape<8, 6>>(14);
-    check_2d<std::int64_t, tf::shape<5, 3>, tf::shape<3, 4>>(15);
+TEMPLATE_TEST_CASE("matmul: 2-D products in double and int32", "[ops][matmul]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_2d<D, double, tf::shape<3, 4>, tf::shape<4, 5>>(11);
+    check_2d<D, double, tf::shape<40, 70>, tf::shape<70, 30>>(12);
+    check_2d<D, std::int32_t, tf::shape<3, 4>, tf::shape<4, 2>>(13);
+    check_2d<D, std::int32_t, tf::shape<1, 8>, tf::shape<8, 6>>(14);
+    check_2d<D, std::int64_t, tf::shape<5, 3>, tf::shape<3, 4>>(15);
 }
 
-TEST_CASE("matmul: all four transpose-flag combinations", "[ops][matmul][transpose]") {
-    check_transpose_flags<double, 3, 4, 5>(21);
-    check_transpose_flags<float, 2, 7, 3>(22);
-    check_transpose_flags<double, 1, 6, 1>(23);
-    check_transpose_flags<std::int32_t, 4, 3, 2>(24);
+TEMPLATE_TEST_CASE("matmul: all four transpose-flag combinations", "[ops][matmul][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_transpose_flags<D, double, 3, 4, 5>(21);
+    check_transpose_flags<D, float, 2, 7, 3>(22);
+    check_transpose_flags<D, double, 1, 6, 1>(23);
+    check_transpose_flags<D, std::int32_t, 4, 3, 2>(24);
 }
 
 // The kernel takes one of four paths by size (backend/eigen/ops/matmul.hpp):
 // a plain loop when m + n + k < 20, GEMV when n or m is 1, else GEMM.
-TEST_CASE("matmul: each kernel path (small loop, GEMV on either side, GEMM) with each transpose pair",
-          "[ops][matmul][transpose]") {
-    check_transpose_flags<double, 9, 5, 5>(31);    // m + n + k = 19: the loop
-    check_transpose_flags<double, 10, 5, 5>(32);   // 20: GEMM
-    check_transpose_flags<double, 1, 40, 30>(33);  // m = 1: GEMV on op(B)^T
-    check_transpose_flags<double, 30, 40, 1>(34);  // n = 1: GEMV on op(A)
-    check_transpose_flags<double, 1, 40, 1>(35);   // a dot product through GEMV
-    check_transpose_flags<double, 20, 30, 25>(36);
-    check_transpose_flags<float, 64, 100, 48>(37);
-    check_transpose_flags<float, 1, 33, 70>(38);
-    check_transpose_flags<float, 70, 33, 1>(39);
-    check_transpose_flags<std::int32_t, 1, 30, 20>(40);
-    check_transpose_flags<std::int32_t, 20, 30, 1>(41);
-    check_transpose_flags<std::int64_t, 24, 16, 20>(42);
+TEMPLATE_TEST_CASE("matmul: each kernel path (small loop, GEMV on either side, GEMM) with each transpose pair",
+          "[ops][matmul][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_transpose_flags<D, double, 9, 5, 5>(31);    // m + n + k = 19: the loop
+    check_transpose_flags<D, double, 10, 5, 5>(32);   // 20: GEMM
+    check_transpose_flags<D, double, 1, 40, 30>(33);  // m = 1: GEMV on op(B)^T
+    check_transpose_flags<D, double, 30, 40, 1>(34);  // n = 1: GEMV on op(A)
+    check_transpose_flags<D, double, 1, 40, 1>(35);   // a dot product through GEMV
+    check_transpose_flags<D, double, 20, 30, 25>(36);
+    check_transpose_flags<D, float, 64, 100, 48>(37);
+    check_transpose_flags<D, float, 1, 33, 70>(38);
+    check_transpose_flags<D, float, 70, 33, 1>(39);
+    check_transpose_flags<D, std::int32_t, 1, 30, 20>(40);
+    check_transpose_flags<D, std::int32_t, 20, 30, 1>(41);
+    check_transpose_flags<D, std::int64_t, 24, 16, 20>(42);
 }
 
-TEST_CASE("matmul: dyn batch rows of a placeholder times a variable, across runs", "[ops][matmul][dyn]") {
-    tf::placeholder<"x", float, tf::shape<tf::dyn, 4>> x;
-    tf::variable<"W", float, tf::shape<4, 3>> W{tf::init::glorot_uniform{}};
+TEMPLATE_TEST_CASE("matmul: dyn batch rows of a placeholder times a variable, across runs", "[ops][matmul][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 4>, D> x;
+    tf::variable<"W", float, tf::shape<4, 3>, D> W{tf::init::glorot_uniform{}};
     const auto y = tf::matmul(x, W);
     const auto yt = tf::matmul(W, x, tf::transpose_ab);  // (x W)^T = W^T x^T: [3, rows]
     rng_t r(31);
@@ -196,9 +201,10 @@ TEST_CASE("matmul: dyn batch rows of a placeholder times a variable, across runs
     }
 }
 
-TEST_CASE("matmul: dyn inner extent, including 0 (result is zeros) and a mismatch error", "[ops][matmul][dyn]") {
-    tf::placeholder<"a", double, tf::shape<2, tf::dyn>> a;
-    tf::placeholder<"b", double, tf::shape<tf::dyn, 3>> b;
+TEMPLATE_TEST_CASE("matmul: dyn inner extent, including 0 (result is zeros) and a mismatch error", "[ops][matmul][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", double, tf::shape<2, tf::dyn>, D> a;
+    tf::placeholder<"b", double, tf::shape<tf::dyn, 3>, D> b;
     const auto y = tf::matmul(a, b);
     rng_t r(41);
     tf::session s;
@@ -214,12 +220,13 @@ TEST_CASE("matmul: dyn inner extent, including 0 (result is zeros) and a mismatc
     REQUIRE_THROWS_AS(s.run(y, tf::feed(a, ta), tf::feed(b, tb)), tf::error);
 }
 
-TEST_CASE("matmul: batched 3-D and 4-D products", "[ops][matmul][batched]") {
-    tf::placeholder<"a", double, tf::shape<2, 3, 4>> a;
-    tf::placeholder<"b", double, tf::shape<2, 4, 5>> b;
-    tf::placeholder<"c", float, tf::shape<2, 3, 2, 4>> c;
-    tf::placeholder<"d", float, tf::shape<2, 3, 4, 3>> d;
-    tf::placeholder<"e", double, tf::shape<2, 3, 5>> e;  // times b transposed
+TEMPLATE_TEST_CASE("matmul: batched 3-D and 4-D products", "[ops][matmul][batched]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", double, tf::shape<2, 3, 4>, D> a;
+    tf::placeholder<"b", double, tf::shape<2, 4, 5>, D> b;
+    tf::placeholder<"c", float, tf::shape<2, 3, 2, 4>, D> c;
+    tf::placeholder<"d", float, tf::shape<2, 3, 4, 3>, D> d;
+    tf::placeholder<"e", double, tf::shape<2, 3, 5>, D> e;  // times b transposed
     rng_t r(51);
     const auto ta = rand_tensor<double>(r, {2, 3, 4}), tb = rand_tensor<double>(r, {2, 4, 5});
     const auto tc = rand_tensor<float>(r, {2, 3, 2, 4}), td = rand_tensor<float>(r, {2, 3, 4, 3});
@@ -235,12 +242,13 @@ TEST_CASE("matmul: batched 3-D and 4-D products", "[ops][matmul][batched]") {
     expect_mm("[2,3,5] x [2,4,5]^T", eb, naive_matmul(te, tb, false, true));
 }
 
-TEST_CASE("matmul: batched operand times a 2-D operand on either side", "[ops][matmul][batched]") {
-    tf::placeholder<"a", float, tf::shape<3, 2, 4>> a;
-    tf::placeholder<"w", float, tf::shape<4, 5>> w;
-    tf::placeholder<"v", float, tf::shape<6, 2>> v;
-    tf::placeholder<"q", float, tf::shape<2, 2, 3, 4>> q;
-    tf::placeholder<"wt", float, tf::shape<5, 4>> wt;
+TEMPLATE_TEST_CASE("matmul: batched operand times a 2-D operand on either side", "[ops][matmul][batched]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", float, tf::shape<3, 2, 4>, D> a;
+    tf::placeholder<"w", float, tf::shape<4, 5>, D> w;
+    tf::placeholder<"v", float, tf::shape<6, 2>, D> v;
+    tf::placeholder<"q", float, tf::shape<2, 2, 3, 4>, D> q;
+    tf::placeholder<"wt", float, tf::shape<5, 4>, D> wt;
     rng_t r(61);
     const auto ta = rand_tensor<float>(r, {3, 2, 4}), tw = rand_tensor<float>(r, {4, 5});
     const auto tv = rand_tensor<float>(r, {6, 2}), tq = rand_tensor<float>(r, {2, 2, 3, 4});
@@ -255,10 +263,11 @@ TEST_CASE("matmul: batched operand times a 2-D operand on either side", "[ops][m
     expect_mm("[3,2,4] x [5,4]^T", awt, naive_matmul(ta, twt, false, true));
 }
 
-TEST_CASE("matmul: dyn batch extent of a 3-D operand, across runs", "[ops][matmul][batched][dyn]") {
-    tf::placeholder<"a", double, tf::shape<tf::dyn, 3, 4>> a;
-    tf::placeholder<"b", double, tf::shape<tf::dyn, 4, 2>> b;
-    tf::placeholder<"w", double, tf::shape<4, 2>> w;
+TEMPLATE_TEST_CASE("matmul: dyn batch extent of a 3-D operand, across runs", "[ops][matmul][batched][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", double, tf::shape<tf::dyn, 3, 4>, D> a;
+    tf::placeholder<"b", double, tf::shape<tf::dyn, 4, 2>, D> b;
+    tf::placeholder<"w", double, tf::shape<4, 2>, D> w;
     const auto y = tf::matmul(a, b);
     const auto yw = tf::matmul(a, w);
     rng_t r(71);
@@ -275,10 +284,11 @@ TEST_CASE("matmul: dyn batch extent of a 3-D operand, across runs", "[ops][matmu
     REQUIRE_THROWS_AS(s.run(tf::fetch(y, yw), tf::feed(a, ta), tf::feed(b, tb), tf::feed(w, tw)), tf::error);
 }
 
-TEST_CASE("matmul: fused element-wise inputs and consumers", "[ops][matmul][fused]") {
-    tf::placeholder<"x", float, tf::shape<tf::dyn, 4>> x;
-    tf::variable<"W", float, tf::shape<4, 3>> W{tf::init::glorot_uniform{}};
-    tf::variable<"bias", float, tf::shape<3>> bias;
+TEMPLATE_TEST_CASE("matmul: fused element-wise inputs and consumers", "[ops][matmul][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 4>, D> x;
+    tf::variable<"W", float, tf::shape<4, 3>, D> W{tf::init::glorot_uniform{}};
+    tf::variable<"bias", float, tf::shape<3>, D> bias;
     for (int j = 0; j < 3; ++j) bias.value()[j] = 0.25f * static_cast<float>(j) - 0.3f;
     const auto y1 = tf::matmul(x * 2, W + 1);
     const auto y2 = tf::relu(tf::matmul(x, W) + bias) * 2.0f;

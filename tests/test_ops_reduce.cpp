@@ -187,10 +187,10 @@ using rank3_specs = std::tuple<spec<false>, spec<false, 0>, spec<false, 1>, spec
                                spec<true, 0, 1, 2>, spec<false, -1>, spec<true, -2>, spec<false, -3, -1>,
                                spec<false, 2, 0>, spec<true, -1, 0>>;
 
-template <red R, class T, class... Sp>
+template <class D, red R, class T, class... Sp>
 void check_all_subsets(std::tuple<Sp...>, std::uint32_t seed) {
     INFO(std::string(red_name(R)) + " " + dtype_tag<T>());
-    tf::placeholder<"x", T, tf::shape<2, 3, 4>> x;
+    tf::placeholder<"x", T, tf::shape<2, 3, 4>, D> x;
     rng_t r(seed);
     const auto tx = rand_tensor<T>(r, {2, 3, 4}, R == red::prod ? dist::prod_safe : dist::any);
     tf::session s;
@@ -207,32 +207,37 @@ void check_all_subsets(std::tuple<Sp...>, std::uint32_t seed) {
     }(std::index_sequence_for<Sp...>{});
 }
 
-template <class T>
+template <class D, class T>
 void check_all_reductions(std::uint32_t seed) {
-    check_all_subsets<red::sum, T>(rank3_specs{}, seed);
-    check_all_subsets<red::mean, T>(rank3_specs{}, seed + 1);
-    check_all_subsets<red::max, T>(rank3_specs{}, seed + 2);
-    check_all_subsets<red::min, T>(rank3_specs{}, seed + 3);
-    check_all_subsets<red::prod, T>(rank3_specs{}, seed + 4);
+    check_all_subsets<D, red::sum, T>(rank3_specs{}, seed);
+    check_all_subsets<D, red::mean, T>(rank3_specs{}, seed + 1);
+    check_all_subsets<D, red::max, T>(rank3_specs{}, seed + 2);
+    check_all_subsets<D, red::min, T>(rank3_specs{}, seed + 3);
+    check_all_subsets<D, red::prod, T>(rank3_specs{}, seed + 4);
 }
 
 }  // namespace
 
-TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 float tensor", "[ops][reduce]") {
-    check_all_reductions<float>(100);
+TEMPLATE_TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 float tensor", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_all_reductions<D, float>(100);
 }
-TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 double tensor", "[ops][reduce]") {
-    check_all_reductions<double>(200);
+TEMPLATE_TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 double tensor", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_all_reductions<D, double>(200);
 }
-TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 int32 tensor", "[ops][reduce]") {
-    check_all_reductions<std::int32_t>(300);
+TEMPLATE_TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 int32 tensor", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_all_reductions<D, std::int32_t>(300);
 }
-TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 int64 tensor", "[ops][reduce]") {
-    check_all_reductions<std::int64_t>(400);
+TEMPLATE_TEST_CASE("reduce: sum/mean/max/min/prod over every axis subset of a rank-3 int64 tensor", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_all_reductions<D, std::int64_t>(400);
 }
 
-TEST_CASE("reduce: integer mean truncates toward zero", "[ops][reduce]") {
-    tf::placeholder<"x", std::int32_t, tf::shape<3, 2>> x;
+TEMPLATE_TEST_CASE("reduce: integer mean truncates toward zero", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", std::int32_t, tf::shape<3, 2>, D> x;
     tf::tensor<std::int32_t> tx({3, 2}, {1, 2, -1, -2, 7, 0});
     tf::session s;
     auto [m1, m0] = s.run(tf::fetch(tf::mean<1>(x), tf::mean<0>(x)), tf::feed(x, tx));
@@ -240,10 +245,11 @@ TEST_CASE("reduce: integer mean truncates toward zero", "[ops][reduce]") {
     expect_values("mean<0>", m0, {2}, {2, 0});       // 7/3, 0/3
 }
 
-TEST_CASE("reduce: all-axes reductions of rank 1, 2 and 4 tensors give rank-0 results", "[ops][reduce]") {
-    tf::placeholder<"a", double, tf::shape<7>> a;
-    tf::placeholder<"b", std::int64_t, tf::shape<5, 6>> b;
-    tf::placeholder<"c", float, tf::shape<2, 3, 2, 5>> c;
+TEMPLATE_TEST_CASE("reduce: all-axes reductions of rank 1, 2 and 4 tensors give rank-0 results", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", double, tf::shape<7>, D> a;
+    tf::placeholder<"b", std::int64_t, tf::shape<5, 6>, D> b;
+    tf::placeholder<"c", float, tf::shape<2, 3, 2, 5>, D> c;
     rng_t r(500);
     const auto ta = rand_tensor<double>(r, {7});
     const auto tb = rand_tensor<std::int64_t>(r, {5, 6});
@@ -269,9 +275,10 @@ TEST_CASE("reduce: all-axes reductions of rank 1, 2 and 4 tensors give rank-0 re
     CHECK(kc.rank() == 4);
 }
 
-TEST_CASE("reduce: long rows and columns (vectorised paths)", "[ops][reduce]") {
-    tf::placeholder<"x", float, tf::shape<37, 301>> x;
-    tf::placeholder<"d", double, tf::shape<301, 37>> d;
+TEMPLATE_TEST_CASE("reduce: long rows and columns (vectorised paths)", "[ops][reduce]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<37, 301>, D> x;
+    tf::placeholder<"d", double, tf::shape<301, 37>, D> d;
     rng_t r(600);
     const auto tx = rand_tensor<float>(r, {37, 301});
     const auto td = rand_tensor<double>(r, {301, 37});
@@ -293,10 +300,10 @@ TEST_CASE("reduce: long rows and columns (vectorised paths)", "[ops][reduce]") {
 
 namespace {
 // argmax / argmin over each axis; data with many ties (the first index wins)
-template <class T>
+template <class D, class T>
 void check_arg_reductions(std::uint32_t seed) {
     INFO(dtype_tag<T>());
-    tf::placeholder<"x", T, tf::shape<3, 4, 5>> x;
+    tf::placeholder<"x", T, tf::shape<3, 4, 5>, D> x;
     rng_t r(seed);
     const auto tx = rand_tensor<T>(r, {3, 4, 5}, dist::small_int);
     tf::session s;
@@ -343,14 +350,16 @@ void check_arg_reductions(std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE("reduce: argmax and argmin over each axis, first index on ties", "[ops][reduce][argmax]") {
-    check_arg_reductions<float>(700);
-    check_arg_reductions<std::int32_t>(701);
-    check_arg_reductions<double>(702);
+TEMPLATE_TEST_CASE("reduce: argmax and argmin over each axis, first index on ties", "[ops][reduce][argmax]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_arg_reductions<D, float>(700);
+    check_arg_reductions<D, std::int32_t>(701);
+    check_arg_reductions<D, double>(702);
 }
 
-TEST_CASE("reduce: argmax/argmin tie-breaking on explicit data", "[ops][reduce][argmax]") {
-    tf::placeholder<"x", std::int64_t, tf::shape<2, 4>> x;
+TEMPLATE_TEST_CASE("reduce: argmax/argmin tie-breaking on explicit data", "[ops][reduce][argmax]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", std::int64_t, tf::shape<2, 4>, D> x;
     tf::tensor<std::int64_t> tx({2, 4}, {5, 1, 5, 1, 2, 2, 2, 2});
     tf::session s;
     auto [amx, amn, amx0] = s.run(tf::fetch(tf::argmax<1>(x), tf::argmin<1>(x), tf::argmax<0>(x)), tf::feed(x, tx));
@@ -359,9 +368,10 @@ TEST_CASE("reduce: argmax/argmin tie-breaking on explicit data", "[ops][reduce][
     expect_values("argmax<0>", amx0, {4}, {0, 1, 0, 1});
 }
 
-TEST_CASE("reduce: dyn rows including an empty reduction (0 rows)", "[ops][reduce][dyn]") {
-    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>> x;
-    tf::placeholder<"i", std::int32_t, tf::shape<tf::dyn, 3>> xi;
+TEMPLATE_TEST_CASE("reduce: dyn rows including an empty reduction (0 rows)", "[ops][reduce][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>, D> x;
+    tf::placeholder<"i", std::int32_t, tf::shape<tf::dyn, 3>, D> xi;
     const auto s0 = tf::sum<0>(x);
     const auto sall = tf::sum(x);
     const auto s1 = tf::sum<1>(x);
@@ -396,9 +406,10 @@ TEST_CASE("reduce: dyn rows including an empty reduction (0 rows)", "[ops][reduc
     }
 }
 
-TEST_CASE("reduce: reductions of fused expressions and fused uses of reductions", "[ops][reduce][fused]") {
-    tf::placeholder<"x", float, tf::shape<tf::dyn, 5>> x;
-    tf::placeholder<"d", double, tf::shape<3, 4, 2>> d;
+TEMPLATE_TEST_CASE("reduce: reductions of fused expressions and fused uses of reductions", "[ops][reduce][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 5>, D> x;
+    tf::placeholder<"d", double, tf::shape<3, 4, 2>, D> d;
     const auto e1 = tf::sum<1>(x * x + 1);
     const auto e2 = x - tf::mean<1>(x, tf::keepdims);                     // a reduction broadcast back
     const auto e3 = tf::max<0>(tf::relu(x) * 2) + tf::min<0>(x);           // two reductions fused
@@ -459,10 +470,11 @@ TEST_CASE("reduce: reductions of fused expressions and fused uses of reductions"
     }
 }
 
-TEST_CASE("reduce: a reduction read by a fused node inside a region that feeds another reduction", "[ops][reduce][fused]") {
+TEMPLATE_TEST_CASE("reduce: a reduction read by a fused node inside a region that feeds another reduction", "[ops][reduce][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
     // square(d - mean) is one fused region whose output feeds sum<1>: the
     // region reads mean<1>'s buffer while writing its own
-    tf::placeholder<"d", double, tf::shape<2, 2>> d;
+    tf::placeholder<"d", double, tf::shape<2, 2>, D> d;
     tf::tensor<double> td({2, 2}, {1, 3, 10, 20});
     tf::session s;
     const auto y = s.run(tf::sum<1>(tf::square(d - tf::mean<1>(d, tf::keepdims))), tf::feed(d, td));

@@ -77,9 +77,9 @@ ref_t ref_transpose(const tf::tensor<T>& t, const std::vector<std::size_t>& perm
 template <std::size_t... P>
 struct perm {};
 
-template <class T, class S, class... Ps>
+template <class D, class T, class S, class... Ps>
 void check_permutations(std::tuple<Ps...>, std::uint32_t seed) {
-    tf::placeholder<"x", T, S> x;
+    tf::placeholder<"x", T, S, D> x;
     rng_t r(seed);
     const auto tx = rand_tensor<T>(r, S::value);
     tf::session s;
@@ -101,10 +101,11 @@ void check_permutations(std::tuple<Ps...>, std::uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("shape: 2-D transpose and transpose<1,0>", "[ops][shape][transpose]") {
-    check_permutations<float, tf::shape<3, 5>>(std::tuple<perm<1, 0>>{}, 1);
-    check_permutations<std::int32_t, tf::shape<1, 7>>(std::tuple<perm<1, 0>>{}, 2);
-    tf::placeholder<"x", double, tf::shape<4, 6>> x;
+TEMPLATE_TEST_CASE("shape: 2-D transpose and transpose<1,0>", "[ops][shape][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
+    check_permutations<D, float, tf::shape<3, 5>>(std::tuple<perm<1, 0>>{}, 1);
+    check_permutations<D, std::int32_t, tf::shape<1, 7>>(std::tuple<perm<1, 0>>{}, 2);
+    tf::placeholder<"x", double, tf::shape<4, 6>, D> x;
     rng_t r(3);
     const auto tx = rand_tensor<double>(r, {4, 6});
     tf::session s;
@@ -113,24 +114,27 @@ TEST_CASE("shape: 2-D transpose and transpose<1,0>", "[ops][shape][transpose]") 
     expect_values("transpose(x) of [4,6]", y, w.dims, w.values);
 }
 
-TEST_CASE("shape: 2-D identity permutation transpose<0,1> keeps the elements", "[ops][shape][transpose]") {
-    tf::placeholder<"x", float, tf::shape<2, 3>> x;
+TEMPLATE_TEST_CASE("shape: 2-D identity permutation transpose<0,1> keeps the elements", "[ops][shape][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<2, 3>, D> x;
     const auto tx = iota_tensor<float>({2, 3});
     tf::session s;
     const auto y = s.run(tf::transpose<0, 1>(x), tf::feed(x, tx));
     expect_values("transpose<0,1> of [2,3]", y, {2, 3}, {0, 1, 2, 3, 4, 5});
 }
 
-TEST_CASE("shape: all six permutations of a 3-D tensor", "[ops][shape][transpose]") {
+TEMPLATE_TEST_CASE("shape: all six permutations of a 3-D tensor", "[ops][shape][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
     using all3 = std::tuple<perm<0, 1, 2>, perm<0, 2, 1>, perm<1, 0, 2>, perm<1, 2, 0>, perm<2, 0, 1>, perm<2, 1, 0>>;
-    check_permutations<double, tf::shape<2, 3, 4>>(all3{}, 11);
-    check_permutations<std::int64_t, tf::shape<3, 1, 5>>(all3{}, 12);
+    check_permutations<D, double, tf::shape<2, 3, 4>>(all3{}, 11);
+    check_permutations<D, std::int64_t, tf::shape<3, 1, 5>>(all3{}, 12);
 }
 
-TEST_CASE("shape: 4-D permutations and reversed axes", "[ops][shape][transpose]") {
+TEMPLATE_TEST_CASE("shape: 4-D permutations and reversed axes", "[ops][shape][transpose]", tf::cpu, tf::reference) {
+    using D = TestType;
     using some4 = std::tuple<perm<3, 2, 1, 0>, perm<2, 0, 3, 1>, perm<0, 1, 3, 2>, perm<1, 0, 2, 3>, perm<3, 0, 1, 2>>;
-    check_permutations<float, tf::shape<2, 3, 4, 5>>(some4{}, 21);
-    tf::placeholder<"x", float, tf::shape<2, 3, 4, 5>> x;
+    check_permutations<D, float, tf::shape<2, 3, 4, 5>>(some4{}, 21);
+    tf::placeholder<"x", float, tf::shape<2, 3, 4, 5>, D> x;
     rng_t r(22);
     const auto tx = rand_tensor<float>(r, {2, 3, 4, 5});
     tf::session s;
@@ -139,9 +143,10 @@ TEST_CASE("shape: 4-D permutations and reversed axes", "[ops][shape][transpose]"
     expect_values("transpose(x) of [2,3,4,5]", y, w.dims, w.values);
 }
 
-TEST_CASE("shape: transpose of dyn placeholders across runs", "[ops][shape][transpose][dyn]") {
-    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>> x;
-    tf::placeholder<"z", double, tf::shape<2, tf::dyn, 4>> z;
+TEMPLATE_TEST_CASE("shape: transpose of dyn placeholders across runs", "[ops][shape][transpose][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>, D> x;
+    tf::placeholder<"z", double, tf::shape<2, tf::dyn, 4>, D> z;
     const auto e1 = tf::transpose(x);
     const auto e2 = tf::transpose<1, 2, 0>(z);
     rng_t r(31);
@@ -157,8 +162,9 @@ TEST_CASE("shape: transpose of dyn placeholders across runs", "[ops][shape][tran
     }
 }
 
-TEST_CASE("shape: reshape static, with -1, and of a dyn placeholder", "[ops][shape][reshape]") {
-    tf::placeholder<"x", float, tf::shape<2, 3, 4>> x;
+TEMPLATE_TEST_CASE("shape: reshape static, with -1, and of a dyn placeholder", "[ops][shape][reshape]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<2, 3, 4>, D> x;
     const auto tx = iota_tensor<float>({2, 3, 4});
     const auto flat = values_of(tx);
     tf::session s;
@@ -174,7 +180,7 @@ TEST_CASE("shape: reshape static, with -1, and of a dyn placeholder", "[ops][sha
     expect_values("reshape<3,2,2,2>", r6, {3, 2, 2, 2}, flat);
 
     // a dyn placeholder: the -1 is inferred at run time
-    tf::placeholder<"d", std::int32_t, tf::shape<tf::dyn, 4>> d;
+    tf::placeholder<"d", std::int32_t, tf::shape<tf::dyn, 4>, D> d;
     const auto e1 = tf::reshape<-1, 2>(d);
     const auto e2 = tf::reshape<2, -1>(d);
     const auto e3 = tf::reshape<-1>(d);
@@ -194,8 +200,9 @@ TEST_CASE("shape: reshape static, with -1, and of a dyn placeholder", "[ops][sha
     expect_values("reshape<3,-1>(d [3,4])", s.run(e4, tf::feed(d, t3)), {3, 4}, values_of(t3));
 }
 
-TEST_CASE("shape: expand_dims at each position and with negative axes", "[ops][shape][expand_dims]") {
-    tf::placeholder<"x", double, tf::shape<2, 3, 4>> x;
+TEMPLATE_TEST_CASE("shape: expand_dims at each position and with negative axes", "[ops][shape][expand_dims]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<2, 3, 4>, D> x;
     rng_t r(41);
     const auto tx = rand_tensor<double>(r, {2, 3, 4});
     const auto v = values_of(tx);
@@ -213,8 +220,8 @@ TEST_CASE("shape: expand_dims at each position and with negative axes", "[ops][s
     expect_values("expand_dims<-2>", em2, {2, 3, 1, 4}, v);
 
     // of a scalar and of a dyn placeholder
-    tf::placeholder<"s", float, tf::shape<>> sc;
-    tf::placeholder<"d", float, tf::shape<tf::dyn>> d;
+    tf::placeholder<"s", float, tf::shape<>, D> sc;
+    tf::placeholder<"d", float, tf::shape<tf::dyn>, D> d;
     tf::tensor<float> ts{tf::dims{}};
     ts[0] = 2.5f;
     const auto td = iota_tensor<float>({5});
@@ -226,11 +233,12 @@ TEST_CASE("shape: expand_dims at each position and with negative axes", "[ops][s
     expect_values("expand_dims<-1>(d [5])", ed1, {5, 1}, values_of(td));
 }
 
-TEST_CASE("shape: squeeze of given axes and of all extents of 1", "[ops][shape][squeeze]") {
-    tf::placeholder<"a", float, tf::shape<2, 1, 3>> a;
-    tf::placeholder<"b", float, tf::shape<1, 3, 1>> b;
-    tf::placeholder<"c", std::int64_t, tf::shape<1, 2, 1, 3, 1>> c;
-    tf::placeholder<"o", float, tf::shape<1, 1>> o;
+TEMPLATE_TEST_CASE("shape: squeeze of given axes and of all extents of 1", "[ops][shape][squeeze]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"a", float, tf::shape<2, 1, 3>, D> a;
+    tf::placeholder<"b", float, tf::shape<1, 3, 1>, D> b;
+    tf::placeholder<"c", std::int64_t, tf::shape<1, 2, 1, 3, 1>, D> c;
+    tf::placeholder<"o", float, tf::shape<1, 1>, D> o;
     const auto ta = iota_tensor<float>({2, 1, 3});
     const auto tb = iota_tensor<float>({1, 3, 1});
     const auto tc = iota_tensor<std::int64_t>({1, 2, 1, 3, 1});
@@ -251,9 +259,10 @@ TEST_CASE("shape: squeeze of given axes and of all extents of 1", "[ops][shape][
     expect_values("squeeze(o [1,1])", so, {}, {4.5});
 }
 
-TEST_CASE("shape: squeeze of a dyn extent checks it at run time", "[ops][shape][squeeze][dyn]") {
-    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>> x;
-    tf::placeholder<"y", double, tf::shape<2, tf::dyn>> y;
+TEMPLATE_TEST_CASE("shape: squeeze of a dyn extent checks it at run time", "[ops][shape][squeeze][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>, D> x;
+    tf::placeholder<"y", double, tf::shape<2, tf::dyn>, D> y;
     const auto e = tf::squeeze<0>(x);
     const auto e2 = tf::squeeze<1>(y) * 2.0;
     const auto all = tf::squeeze(y);  // squeezes only static extents of 1: none here
@@ -284,11 +293,12 @@ double dot_ref(const std::vector<double>& a, long long ra, long long ca, const s
 }
 }  // namespace
 
-TEST_CASE("shape: chains of views feeding element-wise ops and matmul", "[ops][shape][fused]") {
-    tf::placeholder<"x", double, tf::shape<2, 2, 3>> x;
-    tf::placeholder<"m", double, tf::shape<3, 5>> m;
-    tf::placeholder<"v", double, tf::shape<5>> v;
-    tf::variable<"W", double, tf::shape<3, 2>> W{tf::init::glorot_uniform{}};
+TEMPLATE_TEST_CASE("shape: chains of views feeding element-wise ops and matmul", "[ops][shape][fused]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, tf::shape<2, 2, 3>, D> x;
+    tf::placeholder<"m", double, tf::shape<3, 5>, D> m;
+    tf::placeholder<"v", double, tf::shape<5>, D> v;
+    tf::variable<"W", double, tf::shape<3, 2>, D> W{tf::init::glorot_uniform{}};
     rng_t r(51);
     const auto tx = rand_tensor<double>(r, {2, 2, 3});
     const auto tm = rand_tensor<double>(r, {3, 5});

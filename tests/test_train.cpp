@@ -26,14 +26,15 @@ std::vector<double> grad_ref(const std::vector<double>& w) {
 
 // Runs `steps` steps of the optimizer built by make(loss) and of the reference
 // update ref(w, g, step) and compares the variables.
-template <class Make>
+template <class D, class Make>
 void compare(const char* what, Make make, const std::function<void(std::vector<double>&, const std::vector<double>&, int)>& ref,
              int steps = 5) {
     INFO(what);
-    tf::variable<"w", double, tf::shape<4>> w;
+    tf::variable<"w", double, tf::shape<4>, D> w;
     w.load(tf::view(w_init, {4}));
-    auto t = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]});
-    auto c = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]});
+    tf::constant_tensor<double, tf::shape<4>, D> t, c;
+    t.data = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]}).data;
+    c.data = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]}).data;
     auto loss = tf::sum(tf::square(w - t) * c);
     auto step = make(loss);
     tf::session s;
@@ -46,14 +47,15 @@ void compare(const char* what, Make make, const std::function<void(std::vector<d
 }
 }  // namespace
 
-TEST_CASE("train: each optimizer follows its update formula", "[train]") {
-    compare("sgd", [](const auto& l) { return tf::train::sgd(0.1).minimize(l); },
+TEMPLATE_TEST_CASE("train: each optimizer follows its update formula", "[train]", tf::cpu, tf::reference) {
+    using D = TestType;
+    compare<D>("sgd", [](const auto& l) { return tf::train::sgd(0.1).minimize(l); },
             [](auto& w, const auto& g, int) {
                 for (std::size_t i = 0; i < w.size(); ++i) w[i] -= 0.1 * g[i];
             });
     {
         std::vector<double> a(4, 0.0);
-        compare("momentum", [](const auto& l) { return tf::train::momentum(0.1, {.momentum = 0.8}).minimize(l); },
+        compare<D>("momentum", [](const auto& l) { return tf::train::momentum(0.1, {.momentum = 0.8}).minimize(l); },
                 [&](auto& w, const auto& g, int) {
                     for (std::size_t i = 0; i < w.size(); ++i) {
                         a[i] = 0.8 * a[i] + g[i];
@@ -63,7 +65,7 @@ TEST_CASE("train: each optimizer follows its update formula", "[train]") {
     }
     {
         std::vector<double> a(4, 0.0);
-        compare("nesterov",
+        compare<D>("nesterov",
                 [](const auto& l) { return tf::train::momentum(0.1, {.momentum = 0.8, .nesterov = true}).minimize(l); },
                 [&](auto& w, const auto& g, int) {
                     for (std::size_t i = 0; i < w.size(); ++i) {
@@ -74,7 +76,7 @@ TEST_CASE("train: each optimizer follows its update formula", "[train]") {
     }
     for (double wd : {0.0, 0.01}) {
         std::vector<double> m(4, 0.0), v(4, 0.0);
-        compare(wd == 0 ? "adam" : "adamw",
+        compare<D>(wd == 0 ? "adam" : "adamw",
                 [wd](const auto& l) { return tf::train::adamw(0.05, wd, {.beta1 = 0.8, .beta2 = 0.95}).minimize(l); },
                 [&](auto& w, const auto& g, int k) {
                     for (std::size_t i = 0; i < w.size(); ++i) {
@@ -87,7 +89,7 @@ TEST_CASE("train: each optimizer follows its update formula", "[train]") {
     }
     {
         std::vector<double> ms(4, 1.0), mom(4, 0.0);
-        compare("rmsprop", [](const auto& l) { return tf::train::rmsprop(0.01, {.rho = 0.9, .momentum = 0.5}).minimize(l); },
+        compare<D>("rmsprop", [](const auto& l) { return tf::train::rmsprop(0.01, {.rho = 0.9, .momentum = 0.5}).minimize(l); },
                 [&](auto& w, const auto& g, int) {
                     for (std::size_t i = 0; i < w.size(); ++i) {
                         ms[i] = 0.9 * ms[i] + 0.1 * g[i] * g[i];
@@ -98,7 +100,7 @@ TEST_CASE("train: each optimizer follows its update formula", "[train]") {
     }
     {
         std::vector<double> acc(4, 0.1);
-        compare("adagrad", [](const auto& l) { return tf::train::adagrad(0.3).minimize(l); },
+        compare<D>("adagrad", [](const auto& l) { return tf::train::adagrad(0.3).minimize(l); },
                 [&](auto& w, const auto& g, int) {
                     for (std::size_t i = 0; i < w.size(); ++i) {
                         acc[i] += g[i] * g[i];
@@ -108,12 +110,13 @@ TEST_CASE("train: each optimizer follows its update formula", "[train]") {
     }
 }
 
-TEST_CASE("train: minimize collects the trainable variables the loss reaches", "[train]") {
-    tf::variable<"a", float, tf::shape<2>> a{tf::init::ones{}};
-    tf::variable<"b", float, tf::shape<2>> b{tf::init::ones{}};
-    tf::non_trainable_variable<"frozen", float, tf::shape<2>> fr{tf::init::ones{}};
-    tf::variable<"unused", float, tf::shape<2>> un{tf::init::ones{}};
-    tf::variable<"n", std::int32_t, tf::shape<2>> n{tf::init::ones{}};
+TEMPLATE_TEST_CASE("train: minimize collects the trainable variables the loss reaches", "[train]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::variable<"a", float, tf::shape<2>, D> a{tf::init::ones{}};
+    tf::variable<"b", float, tf::shape<2>, D> b{tf::init::ones{}};
+    tf::non_trainable_variable<"frozen", float, tf::shape<2>, D> fr{tf::init::ones{}};
+    tf::variable<"unused", float, tf::shape<2>, D> un{tf::init::ones{}};
+    tf::variable<"n", std::int32_t, tf::shape<2>, D> n{tf::init::ones{}};
     auto loss = tf::sum(a * b * fr * tf::cast<float>(n));
     using V = tf::train::trainable_variables_t<decltype(loss)>;
     STATIC_REQUIRE(V::size == 2);
@@ -132,15 +135,16 @@ TEST_CASE("train: minimize collects the trainable variables the loss reaches", "
     CHECK(b.value()[0] == 0.5f);
 }
 
-TEST_CASE("train: compute_gradients, apply_gradients, global step and slots", "[train]") {
-    tf::variable<"w", double, tf::shape<3>> w{tf::init::constant{2.0}};
-    tf::variable<"global_step", std::int64_t, tf::shape<>> gs;
+TEMPLATE_TEST_CASE("train: compute_gradients, apply_gradients, global step and slots", "[train]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::variable<"w", double, tf::shape<3>, D> w{tf::init::constant{2.0}};
+    tf::variable<"global_step", std::int64_t, tf::shape<>, D> gs;
     auto loss = tf::sum(tf::square(w));
     auto opt = tf::train::adam(0.1);
     auto gv = opt.compute_gradients(loss);
     STATIC_REQUIRE(decltype(gv)::size == 1);
     tf::session s;
-    auto [g] = s.run(tf::fetch(gv.get<0>().grad));
+    auto [g] = s.run(tf::fetch(gv.template get<0>().grad));
     CHECK(g[0] == 4.0);
     auto step = opt.apply_gradients(gv, tf::train::global_step(gs));
     for (int i = 0; i < 3; ++i) s.run(step);
@@ -156,6 +160,7 @@ TEST_CASE("train: compute_gradients, apply_gradients, global step and slots", "[
     CHECK(gs.value()[0] == 4);
 }
 
+// cpu only: the schedules build their constants as tf::scalar<T> on cpu (train/optimizers.hpp)
 TEST_CASE("train: learning-rate schedules", "[train]") {
     tf::variable<"step", std::int64_t, tf::shape<>> gs;
     tf::session s;
