@@ -315,6 +315,7 @@ struct transport_impl {
     std::int64_t spin_budget();
     void spin_feedback(std::int64_t budget, bool hit);
     bool read_until(peer_state& p, const req_state& r, clock::time_point deadline);
+    int read_owned(pollfd* pf, int nf);
     void wait_send(const req_state& r, clock::time_point deadline);
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline);
 

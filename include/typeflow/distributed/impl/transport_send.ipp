@@ -201,15 +201,7 @@ TYPEFLOW_DIST_DECL bool transport_impl::write_frame(peer_state& p, req_state& r,
             pollfd pf[max_poll];
             int nf = 1;
             pf[0] = pollfd{fd, POLLOUT, 0};
-            for (auto& q : peers) {
-                if (nf == max_poll || !read_meanwhile) break;
-                if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
-                if (!q->rmu.try_lock()) continue;
-                const rx k = pump(*q, false);
-                unlock_rx(*q);
-                if (k != rx::again) continue;
-                pf[nf++] = pollfd{q->fd, POLLIN, 0};
-            }
+            if (read_meanwhile) nf = read_owned(pf, nf);
             const int k = ::poll(pf, static_cast<nfds_t>(nf), 10);
             if (k < 0 && errno != EINTR) break;
             if (k > 0 && pf[0].revents) break;

@@ -104,6 +104,22 @@ TYPEFLOW_DIST_DECL bool transport_impl::read_until(peer_state& p, const req_stat
     }
 }
 
+/// Caller: reads every socket it has taken over that nobody else is reading
+/// now, and adds those that are drained to `pf[nf..max_poll)` to poll for
+/// input. Returns the new count.
+TYPEFLOW_DIST_DECL int transport_impl::read_owned(pollfd* pf, int nf) {
+    for (auto& q : peers) {
+        if (nf == max_poll) break;
+        if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
+        if (!q->rmu.try_lock()) continue;
+        const rx k = pump(*q, false);
+        unlock_rx(*q);
+        if (k != rx::again) continue;
+        pf[nf++] = pollfd{q->fd, POLLIN, 0};
+    }
+    return nf;
+}
+
 /// Caller: waits for queued send `r`, reading the sockets it owns meanwhile.
 TYPEFLOW_DIST_DECL void transport_impl::wait_send(const req_state& r, clock::time_point deadline) {
     const auto spin_until = clock::now() + short_spin();
@@ -125,15 +141,7 @@ TYPEFLOW_DIST_DECL void transport_impl::wait_send(const req_state& r, clock::tim
         pollfd pf[max_poll];
         int nf = 0;
         if (send_efd >= 0) pf[nf++] = pollfd{send_efd, POLLIN, 0};
-        for (auto& q : peers) {
-            if (nf == max_poll) break;
-            if (q->rank == rank || !q->sock || !q->caller_owned.load() || q->rx_closed.load()) continue;
-            if (!q->rmu.try_lock()) continue;
-            const rx k = pump(*q, false);
-            unlock_rx(*q);
-            if (k != rx::again) continue;
-            pf[nf++] = pollfd{q->fd, POLLIN, 0};
-        }
+        nf = read_owned(pf, nf);
         if (r.state.load(std::memory_order_acquire)) return;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
         (void)::poll(pf, static_cast<nfds_t>(nf), static_cast<int>(std::min<long long>(left, 10)));
