@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 
+#include <typeflow/core/index.hpp>
 #include <typeflow/core/shape.hpp>
 
 namespace typeflow {
@@ -20,7 +21,7 @@ constexpr axis_mask make_axis_mask(std::size_t rank) {
         for (std::size_t i = 0; i < rank; ++i) m.reduced[i] = true;
     } else {
         for (index_t a : {Axes...}) {
-            const index_t n = a < 0 ? a + static_cast<index_t>(rank) : a;
+            const index_t n = normalize_axis(a, rank);
             if (n < 0 || n >= static_cast<index_t>(rank) || m.reduced[static_cast<std::size_t>(n)]) {
                 m.ok = false;
                 continue;

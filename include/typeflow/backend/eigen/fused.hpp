@@ -13,6 +13,7 @@
 #include <typeflow/backend/eigen/elementwise.hpp>
 #include <typeflow/core/config.hpp>
 #include <typeflow/core/device.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/kernel/kernel.hpp>
 #include <typeflow/kernel/region.hpp>
 
@@ -40,14 +41,8 @@ void run_blocks(const region::layout& lay, const void* const* base, T* out, inde
     const std::size_t K = lay.operands.size();
     const std::size_t last = lay.rank - 1;
     const index_t inner = lay.extent[last];
-    std::array<index_t, max_rank> idx{};
-    {  // the odometer at o0
-        index_t r = o0;
-        for (std::size_t i = last; i-- > 0;) {
-            idx[i] = r % lay.extent[i];
-            r /= lay.extent[i];
-        }
-    }
+    multi_index idx;  // over the outer axes, from o0
+    idx.seek(o0, lay.extent.data(), last);
     index_t out_off = o0 * inner;
     for (index_t o = o0; o < o1; ++o) {
         for (index_t c0 = c_begin; c0 < c_end; c0 += lay.block) {
@@ -58,8 +53,7 @@ void run_blocks(const region::layout& lay, const void* const* base, T* out, inde
                     ptr[k] = base[k];
                     continue;
                 }
-                index_t e = c0 * ol.stride[last];
-                for (std::size_t i = 0; i < last; ++i) e += idx[i] * ol.stride[i];
+                const index_t e = c0 * ol.stride[last] + idx.offset(ol.stride.data(), last);
                 const auto* b = static_cast<const unsigned char*>(base[k]) + static_cast<std::size_t>(e) * ol.elem_size;
                 if (!ol.gather) {
                     ptr[k] = b;
@@ -73,10 +67,7 @@ void run_blocks(const region::layout& lay, const void* const* base, T* out, inde
                 build_canonical(Canon{}, ptr, len);
         }
         out_off += inner;
-        for (std::size_t i = last; i-- > 0;) {  // odometer over the outer axes
-            if (++idx[i] < lay.extent[i]) break;
-            idx[i] = 0;
-        }
+        idx.next(lay.extent.data(), last);
     }
 }
 }  // namespace detail

@@ -7,6 +7,7 @@
 
 #include <typeflow/core/config.hpp>
 #include <typeflow/core/device.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/kernel/kernel.hpp>
 #include <typeflow/kernel/region.hpp>
 
@@ -36,20 +37,15 @@ struct fused<reference> {
         const std::size_t K = lay.operands.size();
         const void** ptr = lay.ptr.data();
         T* o = static_cast<T*>(out);
-        std::array<index_t, max_rank> idx{};
+        multi_index idx;  // over the output axes
         for (index_t e = 0; e < lay.numel; ++e) {
             for (std::size_t k = 0; k < K; ++k) {
                 const region::operand_layout& ol = lay.operands[k];
-                index_t off = 0;
-                if (!ol.scalar)
-                    for (std::size_t i = 0; i < lay.rank; ++i) off += idx[i] * ol.stride[i];
+                const index_t off = ol.scalar ? 0 : idx.offset(ol.stride.data(), lay.rank);
                 ptr[k] = static_cast<const unsigned char*>(base[k]) + static_cast<std::size_t>(off) * ol.elem_size;
             }
             o[e] = static_cast<T>(backend::reference::detail::element(Canon{}, ptr));
-            for (std::size_t i = lay.rank; i-- > 0;) {  // odometer over the output axes
-                if (++idx[i] < lay.extent[i]) break;
-                idx[i] = 0;
-            }
+            idx.next(lay.extent.data(), lay.rank);
         }
     }
 };

@@ -89,7 +89,7 @@ struct softmax_along {
     template <class A>
     using traits = decltype(rule<A>());
     static constexpr std::size_t axis(std::size_t rank) {
-        return static_cast<std::size_t>(Axis < 0 ? Axis + static_cast<index_t>(rank) : Axis);
+        return static_cast<std::size_t>(normalize_axis(Axis, rank));
     }
     static dims infer(const dims& a) { return a; }
 };

@@ -80,7 +80,7 @@ template <index_t Axis>
 struct expand_dims {
     static constexpr op_kind kind = op_kind::view;
     static constexpr std::string_view name = "expand_dims";
-    static constexpr index_t norm(std::size_t rank) { return Axis < 0 ? Axis + static_cast<index_t>(rank) + 1 : Axis; }
+    static constexpr index_t norm(std::size_t rank) { return normalize_axis(Axis, rank + 1); }
     static constexpr dims expanded(const dims& a) {
         dims o;
         const auto at = static_cast<std::size_t>(norm(a.rank));

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include <typeflow/kernel/kernel.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 
 namespace typeflow::backend::eigen {
@@ -89,21 +90,17 @@ void reduce_runs_into(const T* in, const reduce_runs& c, T* out, index_t j0, ind
     const index_t inner = c.ext[last];
     index_t outer = 1;
     for (std::size_t i = 0; i < last; ++i) outer *= c.ext[i];
-    std::array<index_t, max_rank> idx{};
+    multi_index idx;
     const T* p = in;
     for (index_t b = 0; b < outer; ++b, p += inner) {
-        index_t oo = 0;
-        for (std::size_t i = 0; i < last; ++i) oo += idx[i] * ost[i];
+        const index_t oo = idx.offset(ost.data(), last);
         if (c.red[last]) {
             Eigen::Map<const arr> x(p, inner);
             out[oo] = detail::combine<R>(out[oo], static_cast<T>(detail::reduce_all<R>(x)));
         } else {
             detail::combine_into<R>(Eigen::Map<arr>(out + oo + j0, j1 - j0), Eigen::Map<const arr>(p + j0, j1 - j0));
         }
-        for (std::size_t i = last; i-- > 0;) {
-            if (++idx[i] < c.ext[i]) break;
-            idx[i] = 0;
-        }
+        idx.next(c.ext.data(), last);
     }
 }
 }  // namespace detail

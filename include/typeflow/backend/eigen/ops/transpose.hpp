@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 
 #include <typeflow/kernel/kernel.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
 
 namespace typeflow {
@@ -19,12 +20,8 @@ struct kernel<cpu, op::permute<P...>> {
         if constexpr (r == 0) {
             out[0] = in[0];
         } else {
-            std::array<index_t, max_rank> in_stride{}, ext{}, st{};
-            index_t s = 1;
-            for (std::size_t i = r; i-- > 0;) {
-                in_stride[i] = s;
-                s *= d.d[i];
-            }
+            const std::array<index_t, max_rank> in_stride = strides_of(d);
+            std::array<index_t, max_rank> ext{}, st{};
             for (std::size_t i = 0; i < r; ++i) {
                 ext[i] = d.d[perm[i]];
                 st[i] = in_stride[perm[i]];
@@ -35,16 +32,12 @@ struct kernel<cpu, op::permute<P...>> {
                 using mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
                 Eigen::Map<mat>(out, d.d[1], d.d[0]) = Eigen::Map<const mat>(in, d.d[0], d.d[1]).transpose();
             } else {
-                std::array<index_t, max_rank> idx{};
+                multi_index idx;  // over the output's outer axes
                 const index_t inner = ext[r - 1], step = st[r - 1];
                 for (index_t o = 0; o < total; o += inner) {
-                    index_t e = 0;
-                    for (std::size_t i = 0; i + 1 < r; ++i) e += idx[i] * st[i];
+                    const index_t e = idx.offset(st.data(), r - 1);
                     for (index_t t = 0; t < inner; ++t) out[o + t] = in[e + t * step];
-                    for (std::size_t i = r - 1; i-- > 0;) {
-                        if (++idx[i] < ext[i]) break;
-                        idx[i] = 0;
-                    }
+                    idx.next(ext.data(), r - 1);
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 #include <typeflow/core/axes.hpp>
 #include <typeflow/core/config.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/kernel/kernel.hpp>
@@ -43,20 +44,16 @@ void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& 
                 out[o] = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0);
         return;
     }
-    std::array<index_t, max_rank> idx{};
+    multi_index idx;
     const index_t total = d.numel();
     for (index_t e = 0; e < total; ++e) {
-        index_t o = 0;
-        for (std::size_t i = 0; i < d.rank; ++i) o += idx[i] * ost[i];
+        const index_t o = idx.offset(ost.data(), d.rank);
         const T x = in[e];
         if constexpr (R == reduction::sum || R == reduction::mean) out[o] += x;
         else if constexpr (R == reduction::prod) out[o] *= x;
         else if constexpr (R == reduction::max) out[o] = std::max(out[o], x);
         else out[o] = std::min(out[o], x);
-        for (std::size_t i = d.rank; i-- > 0;) {
-            if (++idx[i] < d.d[i]) break;
-            idx[i] = 0;
-        }
+        idx.next(d.d.data(), d.rank);
     }
     if constexpr (R == reduction::mean)
         for (index_t o = 0; o < out_n; ++o) out[o] /= static_cast<T>(red_n);

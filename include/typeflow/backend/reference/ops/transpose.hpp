@@ -3,6 +3,7 @@
 #include <array>
 
 #include <typeflow/core/config.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
 #include <typeflow/kernel/kernel.hpp>
@@ -17,21 +18,17 @@ struct kernel<reference, op::permute<P...>> {
         const auto* in = ctx.input(n.template child<0>());
         constexpr std::size_t r = sizeof...(P);
         constexpr std::array<std::size_t, r + 1> perm{P..., 0};
-        std::array<index_t, max_rank> in_stride{}, idx{};
-        index_t s = 1;
-        for (std::size_t i = r; i-- > 0;) {
-            in_stride[i] = s;
-            s *= d.d[i];
+        const std::array<index_t, max_rank> in_stride = strides_of(d);
+        std::array<index_t, max_rank> ext{}, st{};  // output axis i is input axis perm[i]
+        for (std::size_t i = 0; i < r; ++i) {
+            ext[i] = d.d[perm[i]];
+            st[i] = in_stride[perm[i]];
         }
+        multi_index idx;  // the output index
         const index_t total = d.numel();
-        for (index_t e = 0; e < total; ++e) {  // idx: the output index; output axis i is input axis perm[i]
-            index_t src = 0;
-            for (std::size_t i = 0; i < r; ++i) src += idx[i] * in_stride[perm[i]];
-            out[e] = in[src];
-            for (std::size_t i = r; i-- > 0;) {
-                if (++idx[i] < d.d[perm[i]]) break;
-                idx[i] = 0;
-            }
+        for (index_t e = 0; e < total; ++e) {
+            out[e] = in[idx.offset(st.data(), r)];
+            idx.next(ext.data(), r);
         }
     }
 };
