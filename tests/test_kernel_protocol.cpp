@@ -199,6 +199,10 @@ TEST_CASE("kernel protocol: to<D> is a copy node between devices, never fused aw
     }
     // x * 2, to<reference>, + 1, to<cpu>, * 3: the transfers are materialised
     CHECK(s.stats().evaluations == 5);
+    // constants on a device
+    auto c2 = tf::constant<tf::shape<2, 2>, tf::reference>({1.f, 2.f, 3.f, 4.f}) * tf::constant<tf::reference>(2.0f);
+    auto cv = s.run(tf::to<tf::cpu>(c2 + on_ref), tf::feed(x, xv));
+    for (tf::index_t i = 0; i < 4; ++i) CHECK(cv[i] == 2.0f * static_cast<float>(i + 1) + xv[i] * 2.0f + 1.0f);
 }
 
 TEST_CASE("kernel protocol: each memory space gets its own arena from its own allocator", "[kernel]") {

@@ -160,9 +160,9 @@ TEMPLATE_TEST_CASE("train: compute_gradients, apply_gradients, global step and s
     CHECK(gs.value()[0] == 4);
 }
 
-// cpu only: the schedules build their constants as tf::scalar<T> on cpu (train/optimizers.hpp)
-TEST_CASE("train: learning-rate schedules", "[train]") {
-    tf::variable<"step", std::int64_t, tf::shape<>> gs;
+TEMPLATE_TEST_CASE("train: learning-rate schedules, on the step's device", "[train]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::variable<"step", std::int64_t, tf::shape<>, D> gs;
     tf::session s;
     auto ex = tf::train::exponential_decay(0.1f, gs, 10, 0.5);
     auto st = tf::train::step_decay(0.1f, gs, 10, 0.5);
@@ -176,7 +176,7 @@ TEST_CASE("train: learning-rate schedules", "[train]") {
         CHECK(c[0] == Approx(0.1 * (0.9 * 0.5 * (1 + std::cos(M_PI * p)) + 0.1)).epsilon(1e-5).margin(1e-7));
     }
     // a schedule drives an optimizer
-    tf::variable<"w", float, tf::shape<>> w{tf::init::constant{1.0}};
+    tf::variable<"w", float, tf::shape<>, D> w{tf::init::constant{1.0}};
     gs.value()[0] = 10;
     s.run(tf::train::sgd(ex).minimize(tf::square(w), tf::train::global_step(gs)));
     CHECK(w.value()[0] == Approx(1.0f - 0.05f * 2.0f));

@@ -152,19 +152,25 @@ template <value_type_c T>
 scalar<T> constant(T v) {
     return scalar<T>(v);
 }
-/// A constant tensor of shape S from row-major values: constant<shape<2,2>>({1.f, 2.f, 3.f, 4.f}).
-template <shape_c S, value_type_c T>
-constant_tensor<T, S> constant(std::initializer_list<T> values) {
-    constant_tensor<T, S> c;
+/// A scalar constant node on device D: constant<tf::reference>(2.0f).
+template <device_c D, value_type_c T>
+scalar<T, D> constant(T v) {
+    return scalar<T, D>(v);
+}
+/// A constant tensor of shape S (on device D, the CPU by default) from
+/// row-major values: constant<shape<2,2>>({1.f, 2.f, 3.f, 4.f}).
+template <shape_c S, device_c D = cpu, value_type_c T>
+constant_tensor<T, S, D> constant(std::initializer_list<T> values) {
+    constant_tensor<T, S, D> c;
     c.data = std::make_shared<const tensor<T>>(S::value, values);
     return c;
 }
-/// A constant tensor of shape S holding a copy of `t` (whose extents must be S).
-template <shape_c S, value_type_c T>
-constant_tensor<T, S> constant(const tensor<T>& t) {
+/// A constant tensor of shape S (on device D) holding a copy of `t` (whose extents must be S).
+template <shape_c S, device_c D = cpu, value_type_c T>
+constant_tensor<T, S, D> constant(const tensor<T>& t) {
     if (!(t.dims() == S::value))
         detail::raise(detail::message() << "constant: tensor of shape " << t.dims() << " given for shape " << S::value);
-    constant_tensor<T, S> c;
+    constant_tensor<T, S, D> c;
     c.data = std::make_shared<const tensor<T>>(t.clone());
     return c;
 }

@@ -346,27 +346,31 @@ adagrad_optimizer<LR> adagrad(LR lr, adagrad_options o = {}) {
 }
 
 // ---------------------------------------------------------------------------
-// Learning-rate schedules: scalar expressions of a global step variable
+// Learning-rate schedules: scalar expressions of a global step variable, on
+// the step's device
 // ---------------------------------------------------------------------------
 
 /// lr0 * rate^(step / decay_steps).
 template <class T = float, variable_c S>
 auto exponential_decay(T lr0, const S& step, double decay_steps, double rate) {
-    return scalar<T>(lr0) * pow(scalar<T>(T(rate)), cast<T>(step) / scalar<T>(T(decay_steps)));
+    using D = device_t<S>;
+    return scalar<T, D>(lr0) * pow(scalar<T, D>(T(rate)), cast<T>(step) / scalar<T, D>(T(decay_steps)));
 }
 /// lr0 * factor^floor(step / step_size): the rate drops by `factor` every step_size steps.
 template <class T = float, variable_c S>
 auto step_decay(T lr0, const S& step, std::int64_t step_size, double factor) {
     using I = value_type_t<S>;
-    return scalar<T>(lr0) * pow(scalar<T>(T(factor)), cast<T>(step / scalar<I>(I(step_size))));
+    using D = device_t<S>;
+    return scalar<T, D>(lr0) * pow(scalar<T, D>(T(factor)), cast<T>(step / scalar<I, D>(I(step_size))));
 }
 /// lr0 * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha).
 template <class T = float, variable_c S>
 auto cosine_decay(T lr0, const S& step, std::int64_t decay_steps, double alpha = 0) {
     using I = value_type_t<S>;
-    auto p = cast<T>(minimum(step, scalar<I>(I(decay_steps)))) / scalar<T>(T(decay_steps));
-    auto cosine = scalar<T>(T(0.5)) * (scalar<T>(T(1)) + cos(scalar<T>(std::numbers::pi_v<T>) * p));
-    return scalar<T>(lr0) * (scalar<T>(T(1 - alpha)) * cosine + scalar<T>(T(alpha)));
+    using D = device_t<S>;
+    auto p = cast<T>(minimum(step, scalar<I, D>(I(decay_steps)))) / scalar<T, D>(T(decay_steps));
+    auto cosine = scalar<T, D>(T(0.5)) * (scalar<T, D>(T(1)) + cos(scalar<T, D>(std::numbers::pi_v<T>) * p));
+    return scalar<T, D>(lr0) * (scalar<T, D>(T(1 - alpha)) * cosine + scalar<T, D>(T(alpha)));
 }
 
 }  // namespace typeflow::train
