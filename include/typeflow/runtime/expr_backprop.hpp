@@ -1,8 +1,8 @@
 // typeflow/runtime/expr_backprop.hpp — run-time backpropagation through
 // tf::expr objects: each hidden expression's vector-Jacobian product runs
-// after every reader of it has added its adjoint (see runtime/expr.hpp).
+// after every reader of it has added its adjoint (see runtime/expr_type.hpp).
 #pragma once
-#include <typeflow/runtime/expr.hpp>
+#include <typeflow/runtime/expr_type.hpp>
 #include <typeflow/runtime/expr_normal_form.hpp>
 
 namespace typeflow {

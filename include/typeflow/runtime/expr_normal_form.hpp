@@ -1,9 +1,9 @@
 // typeflow/runtime/expr_normal_form.hpp — the normal form of the expression a
-// tf::expr hides (see runtime/expr.hpp): its variables, placeholders and
+// tf::expr hides (see runtime/expr_type.hpp): its variables, placeholders and
 // tf::expr leaves replaced by positional slots, so that expressions of one
 // structure share one graph table and one vector-Jacobian product.
 #pragma once
-#include <typeflow/runtime/expr.hpp>
+#include <typeflow/runtime/expr_type.hpp>
 
 namespace typeflow {
 
