@@ -8,9 +8,9 @@
 
 namespace typeflow::runtime {
 
-/// A fixed set of threads for fork-join work inside kernels (Eigen's
-/// non-blocking thread pool underneath). The calling thread takes part, so a
-/// pool of n threads starts n - 1 workers; a pool of 1 starts none.
+/// A fixed set of threads for fork-join work inside kernels. The calling
+/// thread takes part, so a pool of n threads starts n - 1 workers; a pool of
+/// 1 starts none.
 class thread_pool {
 public:
     /// n threads in all (at least 1).

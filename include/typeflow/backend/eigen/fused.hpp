@@ -75,6 +75,47 @@ void run_blocks(const region::layout& lay, const void* const* base, T* out, inde
 /// Elements below which a fused region runs on one thread.
 inline constexpr index_t parallel_region_grain = 32768;
 
+namespace detail {
+/// The block loop of one region form: run_blocks<Canon, T> behind a plain
+/// function pointer, so the threading code below is compiled once, not once
+/// per region form.
+using block_fn = void (*)(const region::layout&, const void* const*, void*, index_t, index_t, index_t, index_t,
+                          const void**, double*);
+template <class Canon, class T>
+void blocks_of(const region::layout& lay, const void* const* base, void* out, index_t o0, index_t o1, index_t c0,
+               index_t c1, const void** ptr, double* scratch) {
+    run_blocks<Canon>(lay, base, static_cast<T*>(out), o0, o1, c0, c1, ptr, scratch);
+}
+/// Runs a region's block loop, split over par's threads when it is large:
+/// over its outer index, or over whole vector packets of a single row. Each
+/// output element is computed by one thread.
+inline void run_region(block_fn f, const region::layout& lay, const void* const* base, void* out,
+                                  const parallel_ctx& par) {
+    if (lay.numel == 0) return;
+    const std::size_t last = lay.rank - 1;
+    const index_t inner = lay.extent[last];
+    const index_t outer = lay.numel / inner;
+    if (par.threads <= 1 || lay.threads <= 1 || lay.numel < 2 * parallel_region_grain) {
+        f(lay, base, out, 0, outer, 0, inner, lay.ptr.data(), lay.scratch.data());
+        return;
+    }
+    const std::size_t K = lay.operands.size();
+    parallel_ctx p = par;
+    p.threads = std::min<int>(p.threads, static_cast<int>(lay.threads));
+    p.for_range(outer > 1 ? outer : inner, outer > 1 ? 1 : parallel_region_grain, [&](std::size_t t, index_t b, index_t e) {
+        // this thread's operand pointers and gather buffers (planned per thread)
+        const void** ptr = lay.ptr.data() + t * K;
+        double* scratch = lay.scratch.empty() ? nullptr : lay.scratch.data() + t * K * static_cast<std::size_t>(lay.block);
+        if (outer > 1) {
+            f(lay, base, out, b, e, 0, inner, ptr, scratch);
+        } else {
+            const index_t b16 = (b + 15) / 16 * 16, e16 = e == inner ? e : (e + 15) / 16 * 16;
+            if (b16 < e16) f(lay, base, out, 0, 1, b16, e16, ptr, scratch);
+        }
+    });
+}
+}  // namespace detail
+
 }  // namespace typeflow::backend::eigen
 
 namespace typeflow {
@@ -89,33 +130,7 @@ struct fused<cpu> {
     /// thread count).
     template <class Canon, class T>
     static void eval(const region::layout& lay, const void* const* base, void* out, const parallel_ctx& par) {
-        if (lay.numel == 0) return;
-        using backend::eigen::detail::run_blocks;
-        const std::size_t last = lay.rank - 1;
-        const index_t inner = lay.extent[last];
-        const index_t outer = lay.numel / inner;
-        T* o = static_cast<T*>(out);
-        if (par.threads <= 1 || lay.threads <= 1 || lay.numel < 2 * backend::eigen::parallel_region_grain) {
-            run_blocks<Canon>(lay, base, o, 0, outer, 0, inner, lay.ptr.data(), lay.scratch.data());
-            return;
-        }
-        const std::size_t K = lay.operands.size();
-        parallel_ctx p = par;
-        p.threads = std::min<int>(p.threads, static_cast<int>(lay.threads));
-        p.for_range(outer > 1 ? outer : inner, outer > 1 ? 1 : backend::eigen::parallel_region_grain,
-                      [&](std::size_t t, index_t b, index_t e) {
-                          // this thread's operand pointers and gather buffers (planned per thread)
-                          const void** ptr = lay.ptr.data() + t * K;
-                          double* scratch = lay.scratch.empty() ? nullptr
-                                                                : lay.scratch.data() + t * K * static_cast<std::size_t>(lay.block);
-                          if (outer > 1) {
-                              run_blocks<Canon>(lay, base, o, b, e, 0, inner, ptr, scratch);
-                          } else {
-                              // split on whole vector packets
-                              const index_t b16 = (b + 15) / 16 * 16, e16 = e == inner ? e : (e + 15) / 16 * 16;
-                              if (b16 < e16) run_blocks<Canon>(lay, base, o, 0, 1, b16, e16, ptr, scratch);
-                          }
-                      });
+        backend::eigen::detail::run_region(&backend::eigen::detail::blocks_of<Canon, T>, lay, base, out, par);
     }
 };
 
