@@ -77,8 +77,8 @@ TEST_CASE("threads: matmul (transposes, odd shapes, vectors) equals a naive loop
         long m, n, k;
     };
     // rows split, columns split (few rows), GEMV either side, shapes not divisible by the thread counts
-    const mnk shapes[] = {{257, 301, 129}, {300, 200, 64}, {17, 1500, 96}, {3, 1777, 300}, {1, 1700, 300},
-                          {700, 1, 300},   {999, 35, 40},  {48, 48, 48},  {1000, 10, 128}};
+    const mnk shapes[] = {{257, 301, 129}, {300, 200, 64}, {17, 1500, 96}, {3, 1777, 300}, {1, 3000, 300},
+                          {2000, 1, 300},  {999, 35, 40},  {48, 48, 48},  {1000, 10, 128}};
     rng_t r(11);
     for (const mnk s : shapes)
         for (int form = 0; form < 4; ++form) {

@@ -75,9 +75,11 @@ inline void gemm(index_t m, index_t n, index_t k, const T* a, const T* b, T* c) 
     gemm_ld<T, TA, TB>(m, n, k, a, TA ? m : k, b, TB ? k : n, c, n);
 }
 
-/// Multiply-adds below which a product stays on one thread (a fork-join
-/// costs microseconds).
-inline constexpr index_t parallel_gemm_grain = 1 << 16;
+/// Multiply-adds each thread must get, else a product stays on fewer threads
+/// (a fork-join costs microseconds, tens when the worker must be woken on a
+/// busy machine: a 256x128x10 product, 15 us on one thread, took 33 us on two
+/// with a grain of 2^16).
+inline constexpr index_t parallel_gemm_grain = 1 << 18;
 /// Block boundaries are multiples of these (rows of C, columns of C), so each
 /// element of C takes the same path through Eigen's kernels (register blocks
 /// of nr rows, mr = 3 packets of columns (48 floats with AVX-512); GEMV row
