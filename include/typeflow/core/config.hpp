@@ -10,6 +10,7 @@
 #if defined(TYPEFLOW_SEPARATE_COMPILATION)
 #define TYPEFLOW_DECL
 #define TYPEFLOW_DECL_HOT
+#define TYPEFLOW_COLD_OPTIMIZE
 #else
 // Header-only builds compile this code in every translation unit that runs a
 // session. Most of it runs once per graph (planning, checks, error messages),

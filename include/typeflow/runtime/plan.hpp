@@ -437,6 +437,50 @@ struct has_infer<Op, N, std::index_sequence<J...>> : std::true_type {
 // entity instantiated per node type has a mangled name that spells the node's
 // whole subgraph (GCC mangles each in time quadratic in that name's length),
 // and nodes of one signature (the steps of a deep chain) share one descriptor.
+// The facts of a descriptor that depend on the device and the op alone
+// (instantiated once per op, not once per node signature).
+template <class Device, class Op, bool Kernel = Op::kind == op_kind::kernel>
+struct op_facts {
+    static constexpr std::size_t (*workspace)(const kernel_ctx&) = nullptr;
+    static constexpr void* (*make_state)() = nullptr;
+    static constexpr void (*free_state)(void*) = nullptr;
+    static constexpr std::size_t output_index = [] {
+        if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
+        else return std::size_t{0};
+    }();
+    static constexpr const memory_space* memory = [] {
+        if constexpr (requires { device_memory<Device>::value; }) return &device_memory<Device>::value;
+        else return static_cast<const memory_space*>(nullptr);
+    }();
+};
+template <class Device, class Op>
+struct op_facts<Device, Op, true> : op_facts<Device, Op, false> {
+    using K = kernel<Device, Op>;
+    static constexpr std::size_t (*workspace)(const kernel_ctx&) = [] {
+        if constexpr (requires { K::workspace_bytes(std::declval<const kernel_ctx&>()); }) return &kernel_workspace<K>;
+        else return static_cast<std::size_t (*)(const kernel_ctx&)>(nullptr);
+    }();
+    static constexpr void* (*make_state)() = [] {
+        if constexpr (requires { typename K::state; }) return &make_kernel_state<typename K::state>;
+        else return static_cast<void* (*)()>(nullptr);
+    }();
+    static constexpr void (*free_state)(void*) = [] {
+        if constexpr (requires { typename K::state; }) return &free_kernel_state<typename K::state>;
+        else return static_cast<void (*)(void*)>(nullptr);
+    }();
+};
+// The facts of a multi-output op's descriptor (none for one output).
+template <class Op, class OutputsList, std::size_t Arity, bool Many = (outputs_of_v<Op> > 1)>
+struct output_facts_of {
+    static constexpr const std::size_t* sizes = nullptr;
+    static constexpr dims (*infer)(std::size_t, const dims* const*) = nullptr;
+};
+template <class Op, class OutputsList, std::size_t Arity>
+struct output_facts_of<Op, OutputsList, Arity, true> {
+    static constexpr const std::size_t* sizes = output_sizes<OutputsList>::value;
+    static constexpr dims (*infer)(std::size_t, const dims* const*) = output_facts<Op, std::make_index_sequence<Arity>>::infer;
+};
+
 template <class Device, class Op, class T, class S, bool Pure, std::size_t Control, class OutputsList, class... In>
 struct op_desc {
     static constexpr std::size_t arity = sizeof...(In);
@@ -477,38 +521,14 @@ struct op_desc {
                 return fn{};
             }
         }(),
-        .workspace = [] {
-            if constexpr (is_kernel && requires { kernel<Device, Op>::workspace_bytes(std::declval<const kernel_ctx&>()); })
-                return &kernel_workspace<kernel<Device, Op>>;
-            else return nullptr;
-        }(),
+        .workspace = op_facts<Device, Op>::workspace,
         .outputs = outputs,
-        .output_sizes = [] {
-            if constexpr (outputs > 1) return output_sizes<OutputsList>::value;
-            else return static_cast<const std::size_t*>(nullptr);
-        }(),
-        .infer_output = [] {
-            if constexpr (outputs > 1) return output_facts<Op, std::make_index_sequence<arity>>::infer;
-            else return static_cast<dims (*)(std::size_t, const dims* const*)>(nullptr);
-        }(),
-        .output_index = [] {
-            if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
-            else return std::size_t{0};
-        }(),
-        .memory = [] {
-            if constexpr (requires { device_memory<Device>::value; }) return &device_memory<Device>::value;
-            else return static_cast<const memory_space*>(nullptr);
-        }(),
-        .make_state = [] {
-            if constexpr (is_kernel && requires { typename kernel<Device, Op>::state; })
-                return &make_kernel_state<typename kernel<Device, Op>::state>;
-            else return nullptr;
-        }(),
-        .free_state = [] {
-            if constexpr (is_kernel && requires { typename kernel<Device, Op>::state; })
-                return &free_kernel_state<typename kernel<Device, Op>::state>;
-            else return nullptr;
-        }(),
+        .output_sizes = output_facts_of<Op, OutputsList, arity>::sizes,
+        .infer_output = output_facts_of<Op, OutputsList, arity>::infer,
+        .output_index = op_facts<Device, Op>::output_index,
+        .memory = op_facts<Device, Op>::memory,
+        .make_state = op_facts<Device, Op>::make_state,
+        .free_state = op_facts<Device, Op>::free_state,
     };
 };
 // The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).

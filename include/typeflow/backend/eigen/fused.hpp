@@ -89,7 +89,7 @@ void blocks_of(const region::layout& lay, const void* const* base, void* out, in
 /// Runs a region's block loop, split over par's threads when it is large:
 /// over its outer index, or over whole vector packets of a single row. Each
 /// output element is computed by one thread.
-inline void run_region(block_fn f, const region::layout& lay, const void* const* base, void* out,
+inline TYPEFLOW_COLD_OPTIMIZE void run_region(block_fn f, const region::layout& lay, const void* const* base, void* out,
                                   const parallel_ctx& par) {
     if (lay.numel == 0) return;
     const std::size_t last = lay.rank - 1;

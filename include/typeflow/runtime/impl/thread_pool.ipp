@@ -5,15 +5,24 @@
 // back-to-back kernels do not pay a wake-up each. Not Eigen's ThreadPool:
 // in a header-only build its templates added 12 KB of code and about 0.2 s
 // of compile time to every program that runs a session (see
-// docs/design-notes.md), for a work-stealing scheduler a fork-join does not need.
+// docs/design-notes.md), for a work-stealing scheduler a fork-join does not
+// need.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <memory>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+#define TYPEFLOW_POOL_PTHREADS 1
+#else
 #include <thread>
 #include <vector>
+#endif
 
 #include <typeflow/runtime/thread_pool.hpp>
 
@@ -30,20 +39,33 @@ struct thread_pool::impl {
     void* arg = nullptr;
     std::size_t tasks = 0, next = 0, pending = 0;
     std::exception_ptr error;
+#if TYPEFLOW_POOL_PTHREADS
+    // POSIX threads directly: std::thread's templates cost every header-only
+    // program that runs a session about 0.1 s of compile time
+    std::unique_ptr<pthread_t[]> threads;
+    int count = 0;
+    TYPEFLOW_COLD_OPTIMIZE static void* start(void* p) {
+        static_cast<impl*>(p)->loop();
+        return nullptr;
+    }
+#else
     std::vector<std::thread> threads;
+#endif
 
     static constexpr int spin_rounds = 2000;  // about 50 us of pause instructions
 
     static void relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
+#elif TYPEFLOW_POOL_PTHREADS
+        sched_yield();
 #else
         std::this_thread::yield();
 #endif
     }
 
     // takes tasks of the current job until none is left
-    void work() {
+    TYPEFLOW_COLD_OPTIMIZE void work() {
         std::unique_lock<std::mutex> l(m);
         while (next < tasks) {
             const std::size_t t = next++;
@@ -62,7 +84,7 @@ struct thread_pool::impl {
             if (pending == 0) done.notify_one();
         }
     }
-    void loop() {
+    TYPEFLOW_COLD_OPTIMIZE void loop() {
         std::uint64_t seen = 0;
         for (;;) {
             for (int i = 0; i < spin_rounds && posted.load(std::memory_order_acquire) == seen; ++i) relax();
@@ -80,8 +102,17 @@ struct thread_pool::impl {
 TYPEFLOW_DECL thread_pool::thread_pool(int n) : n_(n < 1 ? 1 : n) {
     if (n_ == 1) return;
     impl_ = std::make_unique<impl>();
+#if TYPEFLOW_POOL_PTHREADS
+    impl_->threads.reset(new pthread_t[static_cast<std::size_t>(n_ - 1)]);
+    for (int i = 1; i < n_; ++i) {
+        if (pthread_create(&impl_->threads[impl_->count], nullptr, &impl::start, impl_.get()) != 0) break;
+        ++impl_->count;
+    }
+    n_ = impl_->count + 1;  // fewer threads when the system refuses more
+#else
     impl_->threads.reserve(static_cast<std::size_t>(n_ - 1));
     for (int i = 1; i < n_; ++i) impl_->threads.emplace_back([p = impl_.get()] { p->loop(); });
+#endif
 }
 
 TYPEFLOW_DECL thread_pool::~thread_pool() {
@@ -91,12 +122,21 @@ TYPEFLOW_DECL thread_pool::~thread_pool() {
         impl_->stop = true;
     }
     impl_->wake.notify_all();
+#if TYPEFLOW_POOL_PTHREADS
+    for (int i = 0; i < impl_->count; ++i) pthread_join(impl_->threads[i], nullptr);
+#else
     for (std::thread& t : impl_->threads) t.join();
+#endif
 }
 
 TYPEFLOW_DECL int thread_pool::hardware_threads() noexcept {
+#if TYPEFLOW_POOL_PTHREADS
+    const long h = sysconf(_SC_NPROCESSORS_ONLN);
+    return h < 1 ? 1 : static_cast<int>(h);
+#else
     const unsigned h = std::thread::hardware_concurrency();
     return h == 0 ? 1 : static_cast<int>(h);
+#endif
 }
 
 TYPEFLOW_DECL parallel_ctx thread_pool::context() noexcept {
@@ -109,7 +149,7 @@ TYPEFLOW_DECL parallel_ctx thread_pool::context() noexcept {
 
 // The caller takes tasks too; the first exception a task throws is rethrown
 // on the caller once every task is done.
-TYPEFLOW_DECL_HOT void thread_pool::run(void* pool, std::size_t tasks, void (*task)(void*, std::size_t), void* arg) {
+TYPEFLOW_DECL void thread_pool::run(void* pool, std::size_t tasks, void (*task)(void*, std::size_t), void* arg) {
     impl& p = *static_cast<impl*>(pool);
     {
         std::lock_guard<std::mutex> l(p.m);

@@ -87,11 +87,38 @@ inline constexpr index_t parallel_gemm_grain = 1 << 18;
 /// a product is then bit-identical for every thread count.
 inline constexpr index_t gemm_row_align = 16, gemm_col_align = 384;
 
-/// C = op(A) op(B) (one product, as gemm), split over par's threads into
-/// contiguous blocks of rows of C (or of columns, when the rows are few),
-/// one gemm call per block: each element of C is computed by one thread.
+/// gemm_ld behind a plain function pointer (elements as bytes), so that the
+/// code splitting products over threads is compiled once, not once per dtype
+/// and transpose pair.
+using gemm_fn = void (*)(index_t m, index_t n, index_t k, const void* a, index_t lda, const void* b, index_t ldb, void* c,
+                         index_t ldc);
 template <class T, bool TA, bool TB>
-void gemm_parallel(const parallel_ctx& par, index_t m, index_t n, index_t k, const T* a, const T* b, T* c) {
+void gemm_erased(index_t m, index_t n, index_t k, const void* a, index_t lda, const void* b, index_t ldb, void* c,
+                 index_t ldc) {
+    gemm_ld<T, TA, TB>(m, n, k, static_cast<const T*>(a), lda, static_cast<const T*>(b), ldb, static_cast<T*>(c), ldc);
+}
+
+/// One matmul node's products: `batches` products C_i = op(A_i) op(B_i), C_i
+/// m x n, op(A_i) m x k; A_i `sa` elements apart (0: one A for all), B_i `sb`.
+struct matmul_job {
+    index_t m = 0, n = 0, k = 0, batches = 1, sa = 0, sb = 0;
+    bool ta = false, tb = false;
+    std::size_t size = 0;  // bytes per element
+    const unsigned char* a = nullptr;
+    const unsigned char* b = nullptr;
+    unsigned char* c = nullptr;
+};
+
+/// C = op(A) op(B) for one product (batch i), split over par's threads into
+/// contiguous blocks of rows of C (or of columns, when the rows are few), one
+/// gemm call per block: each element of C is computed by one thread.
+inline TYPEFLOW_COLD_OPTIMIZE void gemm_split(const parallel_ctx& par, const matmul_job& j, index_t i, gemm_fn f) {
+    const index_t m = j.m, n = j.n, k = j.k;
+    const std::size_t size = j.size;
+    const unsigned char* a = j.a + static_cast<std::size_t>(i * j.sa) * size;
+    const unsigned char* b = j.b + static_cast<std::size_t>(i * j.sb) * size;
+    unsigned char* c = j.c + static_cast<std::size_t>(i * m * n) * size;
+    const index_t lda = j.ta ? m : k, ldb = j.tb ? k : n;
     const index_t work = m * n * (k > 0 ? k : 1);
     const index_t cap = std::min<index_t>(par.threads, work / parallel_gemm_grain);
     // blocks of whole alignment units; the last block takes the remainder, so
@@ -101,18 +128,40 @@ void gemm_parallel(const parallel_ctx& par, index_t m, index_t n, index_t k, con
     const bool rows = n == 1 || (m != 1 && row_units >= std::min(cap, col_units));
     const index_t units = rows ? row_units : col_units;
     const index_t parts = std::min(cap, units);
-    if (parts <= 1) return gemm<T, TA, TB>(m, n, k, a, b, c);
-    const index_t lda = TA ? m : k, ldb = TB ? k : n;
+    if (parts <= 1) return f(m, n, k, a, lda, b, ldb, c, n);
+    const auto at = [size](const unsigned char* p, index_t e) { return p + static_cast<std::size_t>(e) * size; };
     par.for_each_task(static_cast<std::size_t>(parts), [&](std::size_t t) {
         const index_t align = rows ? gemm_row_align : gemm_col_align, extent = rows ? m : n;
         const index_t u0 = units * static_cast<index_t>(t) / parts, u1 = units * static_cast<index_t>(t + 1) / parts;
         const index_t b0 = u0 * align, b1 = u1 == units ? extent : u1 * align;
         if (b0 >= b1) return;
         if (rows)  // rows b0..b1 of C: rows of op(A)
-            gemm_ld<T, TA, TB>(b1 - b0, n, k, TA ? a + b0 : a + b0 * lda, lda, b, ldb, c + b0 * n, n);
+            f(b1 - b0, n, k, at(a, j.ta ? b0 : b0 * lda), lda, b, ldb, c + static_cast<std::size_t>(b0 * n) * size, n);
         else  // columns b0..b1 of C: columns of op(B)
-            gemm_ld<T, TA, TB>(m, b1 - b0, k, a, lda, TB ? b + b0 * ldb : b + b0, ldb, c + b0, n);
+            f(m, b1 - b0, k, a, lda, at(b, j.tb ? b0 * ldb : b0), ldb, c + static_cast<std::size_t>(b0) * size, n);
     });
+}
+
+/// Runs a matmul node's products on par's threads: whole products per thread
+/// when there are at least as many as threads, otherwise each product split
+/// (gemm_split); on one thread, one gemm call per product.
+inline TYPEFLOW_COLD_OPTIMIZE void matmul_run(const parallel_ctx& par, const matmul_job& j, gemm_fn f) {
+    const index_t m = j.m, n = j.n, k = j.k;
+    const auto one = [&](index_t i) {
+        f(m, n, k, j.a + static_cast<std::size_t>(i * j.sa) * j.size, j.ta ? m : k,
+          j.b + static_cast<std::size_t>(i * j.sb) * j.size, j.tb ? k : n, j.c + static_cast<std::size_t>(i * m * n) * j.size, n);
+    };
+    if (par.threads > 1 && j.batches > 1 && j.batches >= par.threads &&
+        m * n * (k > 0 ? k : 1) * j.batches >= 2 * parallel_gemm_grain) {
+        par.for_range(j.batches, 1, [&](std::size_t, index_t b0, index_t b1) {  // whole products per thread
+            for (index_t i = b0; i < b1; ++i) one(i);
+        });
+        return;
+    }
+    for (index_t i = 0; i < j.batches; ++i) {
+        if (par.threads > 1) gemm_split(par, j, i, f);
+        else one(i);
+    }
 }
 
 // The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
@@ -148,22 +197,20 @@ struct kernel<cpu, op::matmul<TA, TB>> {
         for (std::size_t i = 0; i + 2 < big.rank; ++i) batches *= big.d[i];
         const index_t sa = a.rank > 2 ? ar * ac : 0, sb = b.rank > 2 ? br * bc : 0;
         using T = value_type_t<N>;
-        const parallel_ctx& par = ctx.par;
-        if (par.threads > 1 && batches > 1 && batches >= par.threads &&
-            m * nn * (k > 0 ? k : 1) * batches >= 2 * backend::eigen::detail::parallel_gemm_grain) {
-            // whole products per thread (each one as on one thread)
-            par.for_range(batches, 1, [&](std::size_t, index_t b0, index_t b1) {
-                for (index_t i = b0; i < b1; ++i)
-                    backend::eigen::detail::gemm<T, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
-            });
-            return;
-        }
-        for (index_t i = 0; i < batches; ++i) {
-            if (par.threads > 1)
-                backend::eigen::detail::gemm_parallel<T, TA, TB>(par, m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
-            else
-                backend::eigen::detail::gemm<T, TA, TB>(m, nn, k, pa + i * sa, pb + i * sb, out + i * m * nn);
-        }
+        backend::eigen::detail::matmul_job j;
+        j.m = m;
+        j.n = nn;
+        j.k = k;
+        j.batches = batches;
+        j.sa = sa;
+        j.sb = sb;
+        j.ta = TA;
+        j.tb = TB;
+        j.size = sizeof(T);
+        j.a = reinterpret_cast<const unsigned char*>(pa);
+        j.b = reinterpret_cast<const unsigned char*>(pb);
+        j.c = reinterpret_cast<unsigned char*>(out);
+        backend::eigen::detail::matmul_run(ctx.par, j, &backend::eigen::detail::gemm_erased<T, TA, TB>);
     }
 };
 

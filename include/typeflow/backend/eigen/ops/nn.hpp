@@ -20,25 +20,11 @@ inline constexpr index_t parallel_softmax_grain = 16384;
 /// softmax (or log_softmax when Log) of `in` (extents d) along axis `ax` into
 /// `out`; the outer index (rows) split over par's threads where there is
 /// enough work (each row computed as on one thread).
+namespace detail {
+// softmax over `outer` rows of `len` x `inner` elements, on this thread (one
+// out-of-line copy, whether a thread runs all rows or some)
 template <bool Log, class T>
-void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const parallel_ctx& par = {}) {
-    index_t outer = 1, inner = 1;
-    for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
-    for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
-    const index_t len = d.d[ax];
-    if (len == 0 || outer == 0 || inner == 0) return;
-    if (par.threads > 1 && outer >= 2) {
-        const index_t parts = std::min<index_t>({par.threads, outer, outer * len * inner / parallel_softmax_grain});
-        if (parts >= 2) {
-            par.for_range(outer, (outer + parts - 1) / parts, [&](std::size_t, index_t o0, index_t o1) {
-                dims sub = d;
-                for (std::size_t i = 0; i < ax; ++i) sub.d[i] = 1;
-                if (ax > 0) sub.d[0] = o1 - o0;
-                softmax_into<Log>(in + o0 * len * inner, sub, ax, out + o0 * len * inner);
-            });
-            return;
-        }
-    }
+TYPEFLOW_NOINLINE void softmax_rows(const T* in, index_t outer, index_t len, index_t inner, T* out) {
     if (inner == 1) {  // the axis is contiguous: one row per example
         using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
         for (index_t o = 0; o < outer; ++o) {
@@ -71,6 +57,22 @@ void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const para
             }
         }
     }
+}
+}  // namespace detail
+
+template <bool Log, class T>
+void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const parallel_ctx& par = {}) {
+    index_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
+    for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
+    const index_t len = d.d[ax];
+    if (len == 0 || outer == 0 || inner == 0) return;
+    const index_t parts =
+        par.threads > 1 && outer >= 2 ? std::min<index_t>({par.threads, outer, outer * len * inner / parallel_softmax_grain}) : 1;
+    if (parts < 2) return detail::softmax_rows<Log>(in, outer, len, inner, out);
+    par.for_range(outer, (outer + parts - 1) / parts, [&](std::size_t, index_t o0, index_t o1) {
+        detail::softmax_rows<Log>(in + o0 * len * inner, o1 - o0, len, inner, out + o0 * len * inner);
+    });
 }
 
 }  // namespace typeflow::backend::eigen

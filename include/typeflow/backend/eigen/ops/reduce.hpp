@@ -76,7 +76,7 @@ inline reduce_runs collapse_runs(const dims& d, const typeflow::detail::axis_mas
 /// Combines the collapsed input `in` into `out` (holding the identity);
 /// when the innermost run is kept, only its columns [j0, j1).
 template <reduction R, class T>
-void reduce_runs_into(const T* in, const reduce_runs& c, T* out, index_t j0, index_t j1) {
+TYPEFLOW_NOINLINE void reduce_runs_into(const T* in, const reduce_runs& c, T* out, index_t j0, index_t j1) {
     using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
     // output strides of the kept runs
     std::array<index_t, max_rank> ost{};
