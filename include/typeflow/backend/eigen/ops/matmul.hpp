@@ -54,13 +54,7 @@ TYPEFLOW_NOINLINE void gemm_ld(index_t m, index_t n, index_t k, const T* a, inde
                     c[i * ldc + j] += (TA ? a[p * lda + i] : a[i * lda + p]) * (TB ? b[j * ldb + p] : b[p * ldb + j]);
         return;
     }
-    if (n == 1) {  // c = op(A) b, c strided when ldc != 1
-        if (ldc == 1) return gemv<T, !TA>(m, k, a, lda, b, c);
-        Eigen::Matrix<T, Eigen::Dynamic, 1> t = Eigen::Matrix<T, Eigen::Dynamic, 1>::Zero(m);
-        gemv<T, !TA>(m, k, a, lda, b, t.data());
-        for (index_t i = 0; i < m; ++i) c[i * ldc] = t[i];
-        return;
-    }
+    if (n == 1) return gemv<T, !TA>(m, k, a, lda, b, c);  // c = op(A) b (ldc is 1: no split makes a one-column block)
     if (m == 1) return gemv<T, TB>(n, k, b, ldb, a, c);  // c^T = op(B)^T a^T, op(B)^T n x k
     Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> blocking(
         m, n, k, 1, true);

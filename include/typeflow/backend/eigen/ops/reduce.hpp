@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <limits>
 
 #include <Eigen/Core>
@@ -110,6 +111,44 @@ inline constexpr index_t parallel_reduce_grain = 32768;
 /// The most partial results of a full reduction (one per chunk).
 inline constexpr index_t max_reduce_chunks = 64;
 
+namespace detail {
+/// The parts of a reduction that depend on its kind and dtype, behind plain
+/// function pointers, so that the code splitting reductions over threads
+/// (reduce_split) is compiled once per program.
+struct reduce_ops {
+    std::size_t size;  // bytes per element
+    void (*runs)(const void* in, const reduce_runs& c, void* out, index_t j0, index_t j1);  // reduce_runs_into
+    void (*fill)(void* out, index_t n);                    // n identities (an empty mean: NaN, or 0)
+    void (*finish)(void* out, index_t n, index_t red_n);   // mean: divide by red_n; the others: nothing
+    void (*whole)(const void* in, index_t n, void* out);   // out[0] = the reduction of n elements
+    void (*combine)(void* acc, const void* x);             // *acc = combine(*acc, *x)
+    void (*fill_empty)(void* out, index_t n);              // the result of an empty reduction
+};
+template <reduction R, class T>
+struct reduce_ops_of {
+    using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    static void runs(const void* in, const reduce_runs& c, void* out, index_t j0, index_t j1) {
+        reduce_runs_into<R>(static_cast<const T*>(in), c, static_cast<T*>(out), j0, j1);
+    }
+    static void fill(void* out, index_t n) { std::fill(static_cast<T*>(out), static_cast<T*>(out) + n, identity_of<R, T>()); }
+    static void finish(void* out, index_t n, index_t red_n) {
+        if constexpr (R == reduction::mean) Eigen::Map<arr>(static_cast<T*>(out), n) /= static_cast<T>(red_n);
+        else (void)out, (void)n, (void)red_n;
+    }
+    static void whole(const void* in, index_t n, void* out) {
+        *static_cast<T*>(out) = static_cast<T>(reduce_all<R>(Eigen::Map<const arr>(static_cast<const T*>(in), n)));
+    }
+    static void combine2(void* acc, const void* x) {
+        *static_cast<T*>(acc) = combine<R>(*static_cast<T*>(acc), *static_cast<const T*>(x));
+    }
+    static void fill_empty(void* out, index_t n) {
+        T v = identity_of<R, T>();
+        if constexpr (R == reduction::mean) v = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0);
+        std::fill(static_cast<T*>(out), static_cast<T*>(out) + n, v);
+    }
+    static constexpr reduce_ops value{sizeof(T), &runs, &fill, &finish, &whole, &combine2, &fill_empty};
+};
+
 /// Reduces `in` (extents d) over the axes marked in `m` into `out`, split
 /// over par's threads where the input is large enough:
 ///   - over the outermost kept run of axes, or the innermost one (columns),
@@ -119,12 +158,14 @@ inline constexpr index_t max_reduce_chunks = 64;
 ///     thread, and the chunks' results are combined in chunk order: the
 ///     result is reproducible for a given thread count.
 /// Other patterns (a reduced run outermost and innermost) run on one thread.
-template <reduction R, class T>
-void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& m, T* out, const parallel_ctx& par = {}) {
-    using arr = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const detail::reduce_runs c = detail::collapse_runs(d, m);
+inline TYPEFLOW_COLD_OPTIMIZE void reduce_split(const parallel_ctx& par, const void* in_v, const dims& d,
+                                                const typeflow::detail::axis_mask& m, void* out_v, const reduce_ops& ops) {
+    const auto* in = static_cast<const unsigned char*>(in_v);
+    auto* out = static_cast<unsigned char*>(out_v);
+    const std::size_t size = ops.size;
+    const auto at = [size](auto* p, index_t e) { return p + static_cast<std::size_t>(e) * size; };
+    const reduce_runs c = collapse_runs(d, m);
     const index_t out_n = c.out_n, red_n = c.red_n;
-    constexpr T id = detail::identity_of<R, T>();
     const index_t numel = out_n * red_n;
     const index_t parts = par.threads > 1 && c.r > 0 && red_n > 0
                               ? std::min<index_t>({par.threads, numel / parallel_reduce_grain, max_reduce_chunks})
@@ -133,52 +174,52 @@ void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& 
     if (parts >= 2 && !c.red[0] && c.ext[0] >= 2) {  // split the outermost kept run
         const index_t in_step = numel / c.ext[0], out_step = out_n / c.ext[0];
         par.for_range(c.ext[0], (c.ext[0] + parts - 1) / parts, [&](std::size_t, index_t i0, index_t i1) {
-            detail::reduce_runs sub = c;
+            reduce_runs sub = c;
             sub.ext[0] = i1 - i0;
-            T* o = out + i0 * out_step;
+            unsigned char* o = at(out, i0 * out_step);
             const index_t on = (i1 - i0) * out_step;
-            std::fill(o, o + on, id);
-            detail::reduce_runs_into<R>(in + i0 * in_step, sub, o, 0, c.red[last] ? 0 : sub.ext[last]);
-            if constexpr (R == reduction::mean) Eigen::Map<arr>(o, on) /= static_cast<T>(red_n);
+            ops.fill(o, on);
+            ops.runs(at(in, i0 * in_step), sub, o, 0, c.red[last] ? 0 : sub.ext[last]);
+            ops.finish(o, on, red_n);
         });
         return;
     }
     if (parts >= 2 && !c.red[last] && c.ext[last] >= 2 * parts) {  // split the innermost kept run's columns
         const index_t inner = c.ext[last], rows = out_n / inner;
         par.for_range(inner, (inner + parts - 1) / parts, [&](std::size_t, index_t j0, index_t j1) {
-            for (index_t q = 0; q < rows; ++q) std::fill(out + q * inner + j0, out + q * inner + j1, id);
-            detail::reduce_runs_into<R>(in, c, out, j0, j1);
-            if constexpr (R == reduction::mean)
-                for (index_t q = 0; q < rows; ++q) Eigen::Map<arr>(out + q * inner + j0, j1 - j0) /= static_cast<T>(red_n);
+            for (index_t q = 0; q < rows; ++q) ops.fill(at(out, q * inner + j0), j1 - j0);
+            ops.runs(in, c, out, j0, j1);
+            for (index_t q = 0; q < rows; ++q) ops.finish(at(out, q * inner + j0), j1 - j0, red_n);
         });
         return;
     }
     if (parts >= 2 && c.r == 1 && c.red[0]) {  // a full reduction: fixed chunks, combined in order
-        std::array<T, max_reduce_chunks> partial;
-        partial.fill(id);
+        alignas(8) unsigned char partial[max_reduce_chunks * 8];
         par.for_range(numel, (numel + parts - 1) / parts, [&](std::size_t t, index_t b, index_t e) {
-            partial[t] = static_cast<T>(detail::reduce_all<R>(Eigen::Map<const arr>(in + b, e - b)));
+            ops.whole(at(in, b), e - b, partial + t * size);
         });
-        T acc = id;
-        for (index_t t = 0; t < parts; ++t) acc = detail::combine<R>(acc, partial[static_cast<std::size_t>(t)]);
-        out[0] = acc;
-        if constexpr (R == reduction::mean) out[0] /= static_cast<T>(red_n);
+        ops.fill(out, 1);
+        for (index_t t = 0; t < parts; ++t) ops.combine(out, partial + static_cast<std::size_t>(t) * size);
+        ops.finish(out, 1, red_n);
         return;
     }
-    Eigen::Map<arr> o(out, out_n);
-    o.setConstant(id);
     if (out_n == 0) return;
-    if (red_n == 0) {  // an empty reduction: the identity (mean: NaN, or 0 for integers)
-        if constexpr (R == reduction::mean)
-            o.setConstant(std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0));
-        return;
-    }
+    if (red_n == 0) return ops.fill_empty(out, out_n);  // an empty reduction: the identity (mean: NaN, or 0)
+    ops.fill(out, out_n);
     if (c.r == 0) {  // every extent is 1
-        out[0] = in[0];
+        std::memcpy(out, in, size);
     } else {
-        detail::reduce_runs_into<R>(in, c, out, 0, c.red[last] ? 0 : c.ext[last]);
+        ops.runs(in, c, out, 0, c.red[last] ? 0 : c.ext[last]);
     }
-    if constexpr (R == reduction::mean) o /= static_cast<T>(red_n);
+    ops.finish(out, out_n, red_n);
+}
+}  // namespace detail
+
+/// Reduces `in` (extents d) over the axes marked in `m` into `out`, over
+/// par's threads where the input is large enough (detail::reduce_split).
+template <reduction R, class T>
+void reduce_into(const T* in, const dims& d, const typeflow::detail::axis_mask& m, T* out, const parallel_ctx& par = {}) {
+    detail::reduce_split(par, in, d, m, out, detail::reduce_ops_of<R, T>::value);
 }
 
 }  // namespace typeflow::backend::eigen
