@@ -26,6 +26,19 @@ constexpr std::array<index_t, max_rank> strides_of(const dims& d) noexcept {
     return s;
 }
 
+/// Extents d seen as [outer, len, inner] around axis `ax`: the element at
+/// (o, l, i) is at (o * len + l) * inner + i.
+struct axis_split {
+    index_t outer = 1, len = 1, inner = 1;
+};
+constexpr axis_split split_at(const dims& d, std::size_t ax) noexcept {
+    axis_split s;
+    for (std::size_t i = 0; i < ax; ++i) s.outer *= d.d[i];
+    for (std::size_t i = ax + 1; i < d.rank; ++i) s.inner *= d.d[i];
+    s.len = d.d[ax];
+    return s;
+}
+
 /// A row-major multi-index over the first n axes of some extents (an
 /// odometer: the last axis moves fastest).
 struct multi_index {

@@ -42,6 +42,21 @@ constexpr same_extent unify(index_t a, index_t b) {
     if (b == dyn || a == b) return {a, true};
     return {a, false};
 }
+/// True when every one of `count` elements is finite.
+template <class T>
+bool all_finite(const T* p, index_t count) {
+    for (index_t i = 0; i < count; ++i)
+        if (!(p[i] - p[i] == T(0))) return false;  // inf - inf and NaN - NaN are NaN
+    return true;
+}
+/// The error of matrix_inverse and solve on a singular or non-finite matrix
+/// (every backend's kernel raises this one).
+[[noreturn]] inline void throw_singular(std::string_view op, const dims& a) {
+    typeflow::detail::raise(
+        typeflow::detail::message()
+        << op << ": the matrix of shape " << a
+        << " is singular or not finite (a zero pivot in its LU decomposition, or a non-finite result)");
+}
 // Run-time check of a square 2-D matrix (for dyn extents).
 inline void require_square(std::string_view op, const dims& a) {
     if (a.rank != 2 || a.d[0] != a.d[1])

@@ -54,6 +54,28 @@ struct matmul {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "matmul";
     static constexpr bool transpose_a = TA, transpose_b = TB;
+    /// The products of a node with operands of extents a and b: `batches`
+    /// products C_i (m x n) = op(A_i) (m x k) op(B_i) (k x n), row-major; A_i
+    /// `sa` elements apart, B_i `sb` apart (0: a 2-D operand serves every
+    /// batch); lda and ldb are A's and B's row lengths as stored.
+    struct sizes {
+        index_t m = 0, n = 0, k = 0, batches = 1, sa = 0, sb = 0, lda = 0, ldb = 0;
+    };
+    static constexpr sizes sizes_of(const dims& a, const dims& b) noexcept {
+        sizes z;
+        const index_t ar = a.d[a.rank - 2], ac = a.d[a.rank - 1];
+        const index_t br = b.d[b.rank - 2], bc = b.d[b.rank - 1];
+        z.m = TA ? ac : ar;
+        z.k = TA ? ar : ac;
+        z.n = TB ? br : bc;
+        const dims& big = a.rank >= b.rank ? a : b;
+        for (std::size_t i = 0; i + 2 < big.rank; ++i) z.batches *= big.d[i];
+        z.sa = a.rank > 2 ? ar * ac : 0;
+        z.sb = b.rank > 2 ? br * bc : 0;
+        z.lda = ac;
+        z.ldb = bc;
+        return z;
+    }
     template <class A, class B>
     static constexpr auto rule() {
         check::same_device<matmul, device_t<A>, device_t<B>>();

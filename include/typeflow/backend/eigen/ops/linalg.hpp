@@ -36,18 +36,6 @@ bool has_zero_pivot(const Eigen::PartialPivLU<col_matrix<T>>& lu) {
         if (!(d[i] != T(0)) || !std::isfinite(d[i])) return true;
     return false;
 }
-template <class T>
-bool all_finite(const T* p, index_t count) {
-    for (index_t i = 0; i < count; ++i)
-        if (!std::isfinite(p[i])) return false;
-    return true;
-}
-[[noreturn]] inline void throw_singular(std::string_view op, const dims& a) {
-    typeflow::detail::raise(
-        typeflow::detail::message()
-        << op << ": the matrix of shape " << a
-        << " is singular or not finite (a zero pivot in its LU decomposition, or a non-finite result)");
-}
 }  // namespace detail
 
 }  // namespace typeflow::backend::eigen
@@ -63,9 +51,9 @@ struct kernel<cpu, op::matrix_inverse> {
         const index_t m = a.d[0];
         if (m == 0) return;
         const auto lu = backend::eigen::detail::lu_of(ctx.input(n.template child<0>()), m);
-        if (backend::eigen::detail::has_zero_pivot<T>(lu)) backend::eigen::detail::throw_singular(op::matrix_inverse::name, a);
+        if (backend::eigen::detail::has_zero_pivot<T>(lu)) typeflow::detail::throw_singular(op::matrix_inverse::name, a);
         Eigen::Map<backend::eigen::detail::row_matrix<T>>(out, m, m) = lu.inverse();
-        if (!backend::eigen::detail::all_finite(out, m * m)) backend::eigen::detail::throw_singular(op::matrix_inverse::name, a);
+        if (!typeflow::detail::all_finite(out, m * m)) typeflow::detail::throw_singular(op::matrix_inverse::name, a);
     }
 };
 
@@ -103,10 +91,10 @@ struct kernel<cpu, op::solve> {
         const index_t m = a.d[0], k = b.d[1];
         if (m == 0 || k == 0) return;
         const auto lu = backend::eigen::detail::lu_of(ctx.input(n.template child<0>()), m);
-        if (backend::eigen::detail::has_zero_pivot<T>(lu)) backend::eigen::detail::throw_singular(op::solve::name, a);
+        if (backend::eigen::detail::has_zero_pivot<T>(lu)) typeflow::detail::throw_singular(op::solve::name, a);
         Eigen::Map<backend::eigen::detail::row_matrix<T>>(out, m, k) =
             lu.solve(Eigen::Map<const backend::eigen::detail::row_matrix<T>>(ctx.input(n.template child<1>()), m, k));
-        if (!backend::eigen::detail::all_finite(out, m * k)) backend::eigen::detail::throw_singular(op::solve::name, a);
+        if (!typeflow::detail::all_finite(out, m * k)) typeflow::detail::throw_singular(op::solve::name, a);
     }
 };
 

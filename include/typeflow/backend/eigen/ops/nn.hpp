@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include <typeflow/core/index.hpp>
 #include <typeflow/kernel/kernel.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/ops/nn.hpp>
@@ -62,10 +63,7 @@ TYPEFLOW_NOINLINE void softmax_rows(const T* in, index_t outer, index_t len, ind
 
 template <bool Log, class T>
 void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const parallel_ctx& par = {}) {
-    index_t outer = 1, inner = 1;
-    for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
-    for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
-    const index_t len = d.d[ax];
+    const auto [outer, len, inner] = split_at(d, ax);
     if (len == 0 || outer == 0 || inner == 0) return;
     const index_t parts =
         par.threads > 1 && outer >= 2 ? std::min<index_t>({par.threads, outer, outer * len * inner / parallel_softmax_grain}) : 1;

@@ -244,10 +244,7 @@ struct kernel<cpu, op::arg_reduce<IsMax, Axis>> {
         const auto* in = ctx.input(n.template child<0>());
         using T = std::remove_cvref_t<decltype(*in)>;
         const std::size_t ax = op::arg_reduce<IsMax, Axis>::axis(d.rank);
-        index_t outer = 1, inner = 1;
-        for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
-        for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
-        const index_t len = d.d[ax];
+        const auto [outer, len, inner] = split_at(d, ax);
         // outputs [q0, q1) of the flattened (outer, inner) index: one thread each
         auto block = [&](index_t q0, index_t q1) {
             for (index_t q = q0; q < q1;) {

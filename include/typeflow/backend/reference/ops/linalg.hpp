@@ -72,19 +72,6 @@ void lu_solve(const lu_result<T>& r, index_t n, const T* b, index_t k, T* x) {
         }
     }
 }
-template <class T>
-bool all_finite(const T* p, index_t count) {
-    for (index_t i = 0; i < count; ++i)
-        if (!std::isfinite(p[i])) return false;
-    return true;
-}
-/// The error of a singular or non-finite system (the CPU kernels' message).
-[[noreturn]] inline void throw_singular(std::string_view op, const dims& a) {
-    typeflow::detail::raise(
-        typeflow::detail::message()
-        << op << ": the matrix of shape " << a
-        << " is singular or not finite (a zero pivot in its LU decomposition, or a non-finite result)");
-}
 }  // namespace detail
 }  // namespace typeflow::backend::reference
 
@@ -100,11 +87,11 @@ struct kernel<reference, op::matrix_inverse> {
         const index_t m = a.d[0];
         if (m == 0) return;
         const auto lu = ref::lu_of(ctx.input(n.template child<0>()), m);
-        if (lu.zero_pivot) ref::throw_singular(op::matrix_inverse::name, a);
+        if (lu.zero_pivot) typeflow::detail::throw_singular(op::matrix_inverse::name, a);
         std::vector<T> eye(static_cast<std::size_t>(m * m), T(0));
         for (index_t i = 0; i < m; ++i) eye[static_cast<std::size_t>(i * m + i)] = T(1);
         ref::lu_solve(lu, m, eye.data(), m, out);
-        if (!ref::all_finite(out, m * m)) ref::throw_singular(op::matrix_inverse::name, a);
+        if (!typeflow::detail::all_finite(out, m * m)) typeflow::detail::throw_singular(op::matrix_inverse::name, a);
     }
 };
 
@@ -136,9 +123,9 @@ struct kernel<reference, op::solve> {
         const index_t m = a.d[0], k = b.d[1];
         if (m == 0 || k == 0) return;
         const auto lu = ref::lu_of(ctx.input(n.template child<0>()), m);
-        if (lu.zero_pivot) ref::throw_singular(op::solve::name, a);
+        if (lu.zero_pivot) typeflow::detail::throw_singular(op::solve::name, a);
         ref::lu_solve(lu, m, ctx.input(n.template child<1>()), k, out);
-        if (!ref::all_finite(out, m * k)) ref::throw_singular(op::solve::name, a);
+        if (!typeflow::detail::all_finite(out, m * k)) typeflow::detail::throw_singular(op::solve::name, a);
     }
 };
 

@@ -17,15 +17,11 @@ struct kernel<reference, op::matmul<TA, TB>> {
         const dims b = ctx.dims_of(n.template child<1>());
         const T* pa = ctx.input(n.template child<0>());
         const T* pb = ctx.input(n.template child<1>());
-        const index_t ar = a.d[a.rank - 2], ac = a.d[a.rank - 1];
-        const index_t br = b.d[b.rank - 2], bc = b.d[b.rank - 1];
-        const index_t m = TA ? ac : ar, k = TA ? ar : ac, nn = TB ? br : bc;
-        index_t batches = 1;
-        const dims& big = a.rank >= b.rank ? a : b;
-        for (std::size_t i = 0; i + 2 < big.rank; ++i) batches *= big.d[i];
-        for (index_t t = 0; t < batches; ++t) {
-            const T* A = pa + (a.rank > 2 ? t * ar * ac : 0);  // a 2-D operand serves every batch
-            const T* B = pb + (b.rank > 2 ? t * br * bc : 0);
+        const auto z = op::matmul<TA, TB>::sizes_of(a, b);
+        const index_t m = z.m, k = z.k, nn = z.n, ac = z.lda, bc = z.ldb;
+        for (index_t t = 0; t < z.batches; ++t) {
+            const T* A = pa + t * z.sa;  // a 2-D operand serves every batch
+            const T* B = pb + t * z.sb;
             T* C = out + t * m * nn;
             for (index_t i = 0; i < m; ++i)
                 for (index_t j = 0; j < nn; ++j) {

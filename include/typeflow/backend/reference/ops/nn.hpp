@@ -8,6 +8,7 @@
 #include <typeflow/core/message.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/core/index.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
 namespace typeflow {
@@ -20,10 +21,7 @@ struct kernel<reference, op::softmax_along<Log, Axis>> {
         const dims d = ctx.dims_of(n.template child<0>());
         const T* in = ctx.input(n.template child<0>());
         const std::size_t ax = op::softmax_along<Log, Axis>::axis(d.rank);
-        index_t outer = 1, inner = 1;
-        for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
-        for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
-        const index_t len = d.d[ax];
+        const auto [outer, len, inner] = split_at(d, ax);
         if (len == 0) return;
         for (index_t o = 0; o < outer; ++o)
             for (index_t i = 0; i < inner; ++i) {

@@ -81,10 +81,7 @@ struct kernel<reference, op::arg_reduce<IsMax, Axis>> {
         const auto* in = ctx.input(n.template child<0>());
         using T = std::remove_cvref_t<decltype(*in)>;
         const std::size_t ax = op::arg_reduce<IsMax, Axis>::axis(d.rank);
-        index_t outer = 1, inner = 1;
-        for (std::size_t i = 0; i < ax; ++i) outer *= d.d[i];
-        for (std::size_t i = ax + 1; i < d.rank; ++i) inner *= d.d[i];
-        const index_t len = d.d[ax];
+        const auto [outer, len, inner] = split_at(d, ax);
         for (index_t o = 0; o < outer; ++o)
             for (index_t i = 0; i < inner; ++i) {
                 std::int64_t best = 0;
