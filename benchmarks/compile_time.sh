@@ -10,7 +10,7 @@
 #    same 784-256-128-10 MLP forward pass written by hand in Eigen). Prints
 #      compile_mlp typeflow=<s> eigen=<s> ratio=<eigen/typeflow>
 #      compile_mlp_peak typeflow=<MB> eigen=<MB> ratio=<eigen/typeflow>
-#    Budget (DESIGN.md): typeflow at most 1.5x Eigen, i.e. ratio >= 0.667.
+#    Budget (docs/design.md): typeflow at most 1.5x Eigen, i.e. ratio >= 0.667.
 # 1b. compile_mlp_train: the same for the training program
 #    benchmarks/compile/mlp_train_typeflow.cpp (model, minimize, 5 steps) against
 #    mlp_train_eigen.cpp (the step written by hand). Same budget (issue 3).
