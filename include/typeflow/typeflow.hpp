@@ -25,6 +25,7 @@
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
 #include <typeflow/expr/ops/control.hpp>
+#include <typeflow/expr/ops/conv.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
 #include <typeflow/expr/ops/group.hpp>
 #include <typeflow/expr/ops/linalg.hpp>
@@ -49,6 +50,7 @@
 #include <typeflow/backend/eigen/elementwise.hpp>
 #include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/backend/eigen/interop.hpp>
+#include <typeflow/backend/eigen/ops/conv.hpp>
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>
 #include <typeflow/backend/eigen/ops/group.hpp>
 #include <typeflow/backend/eigen/ops/linalg.hpp>

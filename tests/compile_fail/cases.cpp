@@ -36,6 +36,8 @@ int main() {
     tf::variable<"W2", float, tf::shape<32, 10>> W2;
     tf::variable<"g", float, tf::shape<2, 3>, tf::gpu<0>> g;
     tf::variable<"c", float, tf::shape<2, 3>> c;
+    tf::placeholder<"img", float, tf::shape<tf::dyn, 8, 8, 3>> img;
+    tf::variable<"k3", float, tf::shape<3, 3, 3, 4>> k3;
     tf::session s;
 
     // the valid twins of the cases below
@@ -53,6 +55,9 @@ int main() {
     auto ok_where = tf::where(flags, m, c);
     (void)ok_add, (void)ok_mm, (void)ok_reshape, (void)ok_cast, (void)ok_device, (void)ok_exp, (void)ok_logic;
     (void)ok_sum, (void)ok_perm, (void)ok_squeeze, (void)ok_assign, (void)ok_where;
+    auto ok_conv = tf::conv2d(img, k3, tf::strides<2, 2>, tf::padding::same);
+    auto ok_conv_dx = tf::conv2d_backprop_input(img, k3, tf::conv2d(img, k3));
+    (void)ok_conv, (void)ok_conv_dx;
     tf::expr<float, tf::shape<tf::dyn, 3>> ok_expr = m * 2.0f;
     (void)ok_expr;
     s.run(ok_add, tf::feed(m, tf::tensor<float>({2, 3})));
@@ -76,6 +81,31 @@ int main() {
     tf::placeholder<"a3", float, tf::shape<2, 3, 4>> a3;
     tf::placeholder<"b3", float, tf::shape<5, 4, 2>> b3;
     auto bad = tf::matmul(a3, b3);
+#endif
+#ifdef TF_FAIL_conv_channels
+    tf::variable<"k2", float, tf::shape<3, 3, 2, 4>> k2;
+    auto bad = tf::conv2d(img, k2);  // 3 input channels, a filter for 2
+#endif
+#ifdef TF_FAIL_conv_rank
+    tf::placeholder<"hwc", float, tf::shape<8, 8, 3>> hwc;
+    auto bad = tf::conv2d(hwc, k3);  // no batch axis
+#endif
+#ifdef TF_FAIL_conv_float
+    tf::placeholder<"pixels", int, tf::shape<tf::dyn, 8, 8, 3>> pixels;
+    tf::variable<"ik", int, tf::shape<3, 3, 3, 4>> ik;
+    auto bad = tf::conv2d(pixels, ik);
+#endif
+#ifdef TF_FAIL_conv_window
+    tf::variable<"k9", float, tf::shape<9, 9, 3, 4>> k9;
+    auto bad = tf::conv2d(img, k9, tf::padding::valid);  // a 9x9 window on 8x8 images
+#endif
+#ifdef TF_FAIL_conv_backprop_shape
+    tf::placeholder<"dy", float, tf::shape<tf::dyn, 8, 8, 5>> dy;
+    auto bad = tf::conv2d_backprop_input(img, k3, dy);  // the output is [?, 6, 6, 4]
+#endif
+#if defined(TF_FAIL_conv_channels) || defined(TF_FAIL_conv_rank) || defined(TF_FAIL_conv_float) || \
+    defined(TF_FAIL_conv_window) || defined(TF_FAIL_conv_backprop_shape)
+    (void)bad;
 #endif
 #ifdef TF_FAIL_reshape_count
     auto bad = tf::reshape<5, 5>(m);

@@ -2,6 +2,7 @@
 // `typeflow::reference`): naive loops that the CPU backend is tested against.
 #pragma once
 #include <typeflow/backend/reference/fused.hpp>
+#include <typeflow/backend/reference/ops/conv.hpp>
 #include <typeflow/backend/reference/ops/gradient_ops.hpp>
 #include <typeflow/backend/reference/ops/group.hpp>
 #include <typeflow/backend/reference/ops/linalg.hpp>
