@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace tf = typeflow;
@@ -55,7 +56,9 @@ struct counting_device {
     static std::string name() { return "counting"; }
 };
 std::size_t g_allocs = 0, g_frees = 0;
+bool g_fail = false;  // the next allocation throws, as when the device is out of memory
 void* counting_allocate(std::size_t bytes) {
+    if (g_fail) throw std::bad_alloc();
     ++g_allocs;
     return tf::detail::allocate_buffer(bytes);
 }
@@ -224,4 +227,20 @@ TEST_CASE("kernel protocol: each memory space gets its own arena from its own al
         CHECK(tftest_kp::g_allocs == 1);  // steady state: no new allocation
     }
     CHECK(tftest_kp::g_frees == 1);  // given back to the device's allocator with the plan
+}
+
+TEST_CASE("kernel protocol: a device out of memory fails the run and loses nothing", "[kernel]") {
+    using far = tftest_kp::counting_device;
+    tf::placeholder<"x", float, tf::shape<4, 8>> x;
+    tf::variable<"acc", float, tf::shape<>> acc{tf::init::constant{1.0}};
+    auto on_far = tf::exp(tf::to<far>(x)) + 1.0f;
+    auto step = tf::assign_add(acc, tf::sum(tf::to<tf::cpu>(on_far)));
+    tf::tensor<float> xv({4, 8});
+    tf::session s;
+    tftest_kp::g_fail = true;
+    CHECK_THROWS_AS(s.run(step, tf::feed(x, xv)), std::bad_alloc);
+    tftest_kp::g_fail = false;
+    CHECK(acc.value()[0] == 1.0f);  // the failed run wrote nothing
+    s.run(step, tf::feed(x, xv));   // the same session then plans and runs
+    CHECK(acc.value()[0] == Approx(1.0f + 32.0f * 2.0f));
 }

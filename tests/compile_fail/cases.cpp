@@ -15,6 +15,12 @@ struct cpu_only {
     using traits = tf::result_traits<tf::value_type_t<A>, tf::shape_t<A>, tf::device_t<A>>;
     static tf::dims infer(const tf::dims& a) { return a; }
 };
+// A tag with a shape rule but no name: not an op tag (expr/op.hpp).
+struct nameless {
+    static constexpr tf::op_kind kind = tf::op_kind::elementwise;
+    template <class A>
+    using traits = tf::result_traits<tf::value_type_t<A>, tf::shape_t<A>, tf::device_t<A>>;
+};
 }  // namespace my
 template <>
 struct tf::kernel<tf::cpu, my::cpu_only> {
@@ -200,8 +206,18 @@ int main() {
 #ifdef TF_FAIL_expr_gpu
     tf::expr<float, tf::shape<2, 3>, tf::gpu<0>> bad = g * 2.0f;  // the device fits; no backend runs it
 #endif
+#ifdef TF_FAIL_not_an_op
+    auto bad = tf::make_node<my::nameless>(m);
+#endif
+#ifdef TF_FAIL_output_index
+    auto bad = tf::output<1>(m * 2.0f);  // mul has one output
+#endif
+#ifdef TF_FAIL_make_outputs_one
+    auto bad = tf::make_outputs<tf::op::add>(m, m);
+#endif
 #if defined(TF_FAIL_expr_dtype) || defined(TF_FAIL_expr_shape) || defined(TF_FAIL_expr_dyn) || \
-    defined(TF_FAIL_expr_device) || defined(TF_FAIL_expr_gpu) || defined(TF_FAIL_repeat_shape)
+    defined(TF_FAIL_expr_device) || defined(TF_FAIL_expr_gpu) || defined(TF_FAIL_repeat_shape) || \
+    defined(TF_FAIL_not_an_op) || defined(TF_FAIL_output_index) || defined(TF_FAIL_make_outputs_one)
     (void)bad;
 #endif
 #if defined(TF_FAIL_add_shape) || defined(TF_FAIL_matmul_shape) || defined(TF_FAIL_matmul_rank) ||      \

@@ -177,3 +177,4 @@ TYPEFLOW_DECL void thread_pool::run(void* pool, std::size_t tasks, void (*task)(
 }
 
 }  // namespace typeflow::runtime
+#undef TYPEFLOW_POOL_PTHREADS
