@@ -113,7 +113,12 @@ TEST_CASE("a consumed receive gets its payload in order, in whole elements at al
     // Read by the thread that waits (the default), or by the I/O thread
     // (frames over caller_read_bytes), which then runs the consumer.
     const bool io_reads = GENERATE(false, true);
-    auto ts = start_all(tfd_test::local_specs(2, io_reads ? R"({"caller_read_bytes": 1024})" : ""));
+    // The heartbeat tick (every twentieth of the timeout) takes back a socket
+    // its caller is not reading at that moment, so with the default 10 s it
+    // could fall inside the sleep below and hand the frame to the I/O thread:
+    // a timeout of 10 minutes keeps the tick out of this test.
+    auto ts = start_all(tfd_test::local_specs(
+        2, io_reads ? R"({"caller_read_bytes": 1024, "heartbeat_timeout_ms": 600000})" : R"({"heartbeat_timeout_ms": 600000})"));
     auto e = ts[0]->epoch();
     // A 3-byte frame first, so the next payload starts at an odd offset of
     // the staging buffer; then 1.2 MB of int32 (many socket reads, whose
