@@ -3,7 +3,7 @@
 # Layers, lowest first (docs/design.md): a header may include its own layer
 # and those below. Files at the top of include/typeflow (typeflow.hpp,
 # dist.hpp, src.hpp) gather layers and are not checked.
-set(_layers core expr graph autodiff kernel backend runtime "io|train" distributed)
+set(_layers core expr graph autodiff kernel backend runtime "io|train|data" "layers|models" distributed)
 
 function(_layer_rank path out)
   string(REGEX MATCH "^[^/]+" _top "${path}")

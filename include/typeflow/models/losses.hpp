@@ -1,0 +1,135 @@
+// typeflow/models/losses.hpp — Keras losses and metrics for compile(): each
+// says what labels it takes (the labels placeholder's dtype and shape, from
+// the model's output shape) and builds its per-example graph.
+//
+//   tf::losses::sparse_categorical_crossentropy<tf::losses::from_logits>   int32 labels [batch]
+//   tf::losses::categorical_crossentropy<>                                 one-hot labels [batch, classes]
+//   tf::losses::binary_crossentropy<>, tf::losses::mean_squared_error      labels of the output's shape
+//   tf::metrics::accuracy                                                  as the loss implies (Keras' "accuracy")
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include <typeflow/core/shape.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/arithmetic.hpp>
+#include <typeflow/expr/ops/cast.hpp>
+#include <typeflow/expr/ops/compare.hpp>
+#include <typeflow/expr/ops/math.hpp>
+#include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/expr/ops/reduce.hpp>
+
+namespace typeflow::losses {
+
+/// The loss takes logits (unnormalised scores), not probabilities: Keras' from_logits=True.
+inline constexpr bool from_logits = true;
+
+namespace detail {
+constexpr dims drop_last(dims d) {
+    if (d.rank) --d.rank;
+    return d;
+}
+}  // namespace detail
+
+/// Cross entropy of integer class labels [batch] (int32) against the model's
+/// class scores [batch, classes]: probabilities (softmax output) by default,
+/// logits with FromLogits = true.
+template <bool FromLogits = false>
+struct sparse_categorical_crossentropy {
+    static constexpr bool sparse = true, binary = false, from_logits = FromLogits;
+    template <class T>
+    using label_type = std::int32_t;
+    /// The labels' extents for the model's output extents.
+    static constexpr dims label_dims(const dims& out) { return detail::drop_last(out); }
+    /// Per example: -log p[label].
+    template <class Z, class Y>
+    static auto per_example(const Z& out, const Y& labels) {
+        if constexpr (FromLogits) {
+            return sparse_softmax_cross_entropy(out, labels);
+        } else {
+            // log p is the logits of p (softmax(log p) = p); clipped as Keras does.
+            using T = value_type_t<Z>;
+            return sparse_softmax_cross_entropy(log(maximum(out, scalar<T, device_t<Z>>(T(1e-7)))), labels);
+        }
+    }
+};
+
+/// Cross entropy of one-hot (or soft) labels [batch, classes] against the
+/// model's class probabilities (or logits with FromLogits = true).
+template <bool FromLogits = false>
+struct categorical_crossentropy {
+    static constexpr bool sparse = false, binary = false, from_logits = FromLogits;
+    template <class T>
+    using label_type = T;
+    static constexpr dims label_dims(const dims& out) { return out; }
+    template <class Z, class Y>
+    static auto per_example(const Z& out, const Y& labels) {
+        if constexpr (FromLogits) {
+            return softmax_cross_entropy(out, labels);
+        } else {
+            using T = value_type_t<Z>;
+            return -sum<-1>(labels * log(maximum(out / sum<-1>(out, keepdims), scalar<T, device_t<Z>>(T(1e-7)))));
+        }
+    }
+};
+
+/// Binary cross entropy of targets in [0, 1] against probabilities (or logits
+/// with FromLogits = true), averaged over the last axis.
+template <bool FromLogits = false>
+struct binary_crossentropy {
+    static constexpr bool sparse = false, binary = true, from_logits = FromLogits;
+    template <class T>
+    using label_type = T;
+    static constexpr dims label_dims(const dims& out) { return out; }
+    template <class Z, class Y>
+    static auto per_example(const Z& out, const Y& labels) {
+        using T = value_type_t<Z>;
+        using D = device_t<Z>;
+        if constexpr (FromLogits) {
+            return mean<-1>(sigmoid_cross_entropy(out, labels));
+        } else {
+            const auto eps = scalar<T, D>(T(1e-7));
+            const auto p = minimum(maximum(out, eps), scalar<T, D>(T(1)) - eps);
+            return -mean<-1>(labels * log(p) + (scalar<T, D>(T(1)) - labels) * log(scalar<T, D>(T(1)) - p));
+        }
+    }
+};
+
+/// Mean of the squared errors over the last axis.
+struct mean_squared_error {
+    static constexpr bool sparse = false, binary = false, from_logits = false;
+    template <class T>
+    using label_type = T;
+    static constexpr dims label_dims(const dims& out) { return out; }
+    template <class Z, class Y>
+    static auto per_example(const Z& out, const Y& labels) {
+        return mean<-1>(square(out - labels));
+    }
+};
+
+}  // namespace typeflow::losses
+
+namespace typeflow::metrics {
+
+/// The fraction of examples classified right, as the loss implies: the
+/// arg-max of the output equals the integer label (sparse losses) or the
+/// arg-max of the one-hot label (categorical), or the output rounded at 0.5
+/// (0 for logits) equals the target (binary).
+struct accuracy {
+    static constexpr std::string_view name = "accuracy";
+    template <class Loss, class Z, class Y>
+    static auto per_example(const Z& out, const Y& labels) {
+        using T = value_type_t<Z>;
+        using D = device_t<Z>;
+        if constexpr (Loss::sparse) {
+            return cast<T>(equal(cast<value_type_t<Y>>(argmax<-1>(out)), labels));
+        } else if constexpr (Loss::binary) {
+            const auto threshold = scalar<T, D>(Loss::from_logits ? T(0) : T(0.5));
+            return mean<-1>(cast<T>(equal(out > threshold, labels > scalar<T, D>(T(0.5)))));
+        } else {
+            return cast<T>(equal(argmax<-1>(out), argmax<-1>(labels)));
+        }
+    }
+};
+
+}  // namespace typeflow::metrics

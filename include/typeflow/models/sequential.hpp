@@ -1,0 +1,225 @@
+// typeflow/models/sequential.hpp — a Keras Sequential model whose type is its
+// list of layers: output shapes and parameter counts are compile-time
+// constants, a layer that does not take the previous layer's output is a
+// compile error naming both layers and both shapes, and every layer gets
+// Keras' automatic name ("conv2d", "dense", "dense_1", ...) unless named.
+//
+//   using cnn = tf::models::sequential<tf::layers::input<float, 28, 28, 1>,
+//                                      tf::layers::conv2d<32, 3, tf::layers::relu>, tf::layers::max_pool2d<2>,
+//                                      tf::layers::flatten, tf::layers::dense<64, tf::layers::relu>,
+//                                      tf::layers::dense<10>>;
+//   static_assert(cnn::params == 347146);
+//   cnn model;                                   // owns "conv2d/kernel", ..., "dense_1/bias"
+//   auto logits = model(x, tf::training);        // an expression: [?, 28, 28, 1] -> [?, 10]
+//   model.summary();
+#pragma once
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include <typeflow/core/device.hpp>
+#include <typeflow/core/type_list.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/layers/layer.hpp>
+
+namespace typeflow::layers {
+/// A layer specification with the name the user gives it:
+/// named<"encoder", dense<64>> owns "encoder/kernel" and "encoder/bias".
+template <fixed_string Name, class Spec>
+struct named : Spec {
+    static constexpr fixed_string given_name = Name;
+};
+}  // namespace typeflow::layers
+
+namespace typeflow::models {
+
+namespace detail {
+template <class Spec>
+concept has_given_name = requires { Spec::given_name; };
+
+// The name of layer I of Specs: its given name, or its kind numbered by the
+// layers of that kind before it.
+template <std::size_t I, class... Specs>
+constexpr auto layer_name() {
+    using S = meta::at_t<I, Specs...>;
+    if constexpr (has_given_name<S>) {
+        return S::given_name;
+    } else {
+        constexpr std::size_t k = [] {
+            constexpr std::string_view kinds[] = {Specs::kind.view()...};
+            constexpr bool given[] = {has_given_name<Specs>...};
+            std::size_t c = 0;
+            for (std::size_t i = 0; i < I; ++i)
+                if (kinds[i] == kinds[I] && !given[i]) ++c;
+            return c;
+        }();
+        return layers::detail::auto_name<S::kind, k>();
+    }
+}
+
+// Binds the specs one after another, each to the previous output.
+template <class T, class D, class Names, dims In, std::size_t I, class Prev, class Done, class... Rest>
+struct chain {
+    using type = Done;
+    static constexpr dims output = In;
+    static constexpr bool ok = true;
+};
+template <class T, class D, class Names, dims In, std::size_t I, class Prev, class... Done, class L, class... Rest>
+struct chain<T, D, Names, In, I, Prev, meta::list<Done...>, L, Rest...> {
+    static constexpr bool fits = L::accepts(In);
+    static constexpr bool check() {
+        if constexpr (!fits) {
+            diagnostic::layer_shapes_do_not_chain<Prev, shape_from_dims<In>, L, typename L::expects> error;
+        }
+        static_assert(fits, "typeflow: sequential: a layer does not take the output of the layer before it; the "
+                            "first error names both layers, that output's shape and what the layer expects");
+        return fits;
+    }
+    static constexpr bool ok = check();
+    template <bool F, int = 0>
+    struct next_t {
+        using bound = typename L::template bind<Names::template name<I>(), In, T, D>;
+        using type = chain<T, D, Names, bound::output, I + 1, L, meta::list<Done..., bound>, Rest...>;
+    };
+    template <int Z>
+    struct next_t<false, Z> {  // stop: one error, not one per following layer
+        using type = chain<T, D, Names, In, I, L, meta::list<Done...>>;
+    };
+    using next = typename next_t<fits>::type;
+    using type = typename next::type;
+    static constexpr dims output = next::output;
+};
+
+template <class... Specs>
+struct names_of {
+    template <std::size_t I>
+    static constexpr auto name() {
+        return layer_name<I, Specs...>();
+    }
+};
+
+template <class L>
+struct as_tuple;
+template <class... B>
+struct as_tuple<meta::list<B...>> {
+    using type = std::tuple<B...>;
+};
+
+// "(None, 26, 26, 32)" as Keras prints output shapes.
+inline std::string keras_shape(const dims& d) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < d.rank; ++i) {
+        if (i) s += ", ";
+        s += d.d[i] == dyn ? std::string("None") : std::to_string(d.d[i]);
+    }
+    return s + (d.rank == 1 ? ",)" : ")");
+}
+}  // namespace detail
+
+/// A stack of layers applied in order to one input (Keras' Sequential):
+/// sequential<layers::input<T, extents...>, layer specs...>. Copies share the
+/// variables. Calling it on an expression [batch, extents...] gives the
+/// output expression in the mode given (tf::training or tf::inference).
+template <class Input, class... Specs>
+class sequential {
+    static_assert(sizeof...(Specs) > 0, "typeflow: sequential: a model needs at least one layer");
+    using chain_t = detail::chain<typename Input::value_type, cpu, detail::names_of<Specs...>, Input::batched, 0, Input,
+                                  meta::list<>, Specs...>;
+
+public:
+    using value_type = typename Input::value_type;
+    using device = cpu;
+    using input_type = Input;
+    /// The bound layers, in order.
+    using layers_type = typename detail::as_tuple<typename chain_t::type>::type;
+    static constexpr std::size_t layer_count = std::tuple_size_v<layers_type>;
+    /// Extents of the input and output, the batch axis first (dyn).
+    static constexpr dims input_dims = Input::batched;
+    static constexpr dims output_dims = chain_t::output;
+    using input_shape = shape_from_dims<input_dims>;
+    using output_shape = shape_from_dims<output_dims>;
+    /// The placeholder a compiled model feeds: "input", [batch, extents...].
+    using input_placeholder = placeholder<"input", value_type, input_shape, device>;
+
+private:
+    template <std::size_t... I>
+    static constexpr index_t sum_params(std::index_sequence<I...>, bool trainable) {
+        return (index_t{0} + ... +
+                (trainable ? std::tuple_element_t<I, layers_type>::trainable_params
+                           : std::tuple_element_t<I, layers_type>::params));
+    }
+
+public:
+    /// Parameters of all layers (known at compile time, as summary() prints them).
+    static constexpr index_t params = sum_params(std::make_index_sequence<layer_count>{}, false);
+    static constexpr index_t trainable_params = sum_params(std::make_index_sequence<layer_count>{}, true);
+
+    /// The output for x ([batch, extents...]) in mode m.
+    template <expression X, mode_c M>
+    auto operator()(const X& x, M m) const {
+        return apply<0>(x, m);
+    }
+
+    /// Keras' model.compile(loss, optimizer, metrics...): a compiled_model
+    /// (models/model.hpp) that trains and evaluates this model.
+    template <class Loss, class Opt, class... Metrics>
+    auto compile(Loss loss, Opt optimizer, Metrics... metrics) const;
+
+    /// Layer I (its variables are public members: layer<0>().kernel).
+    template <std::size_t I>
+    const auto& layer() const noexcept {
+        return std::get<I>(layers_);
+    }
+    /// Calls f(variable) for every variable of every layer, in order.
+    template <class F>
+    void for_each_variable(F&& f) const {
+        std::apply([&](const auto&... l) { (l.for_each_variable(f), ...); }, layers_);
+    }
+    /// The table Keras' model.summary() prints: each layer's name, class,
+    /// output shape and parameter count, and the totals.
+    std::string summary_string() const {
+        std::string s = "Model: \"sequential\"\n";
+        const std::string rule(65, '_'), thick(65, '=');
+        s += rule + "\n";
+        s += row("Layer (type)", "Output Shape", "Param #") + thick + "\n";
+        summary_rows(s, std::make_index_sequence<layer_count>{});
+        s += thick + "\n";
+        s += "Total params: " + std::to_string(params) + "\n";
+        s += "Trainable params: " + std::to_string(trainable_params) + "\n";
+        s += "Non-trainable params: " + std::to_string(params - trainable_params) + "\n";
+        s += rule + "\n";
+        return s;
+    }
+    /// Prints summary_string() to stdout.
+    void summary() const { std::fputs(summary_string().c_str(), stdout); }
+
+private:
+    template <std::size_t I, class X, class M>
+    auto apply(const X& x, M m) const {
+        if constexpr (I == layer_count) return x;
+        else return apply<I + 1>(std::get<I>(layers_)(x, m), m);
+    }
+    static std::string row(std::string_view a, std::string_view b, std::string_view c) {
+        std::string s = " ";
+        s += a;
+        s.resize(std::max<std::size_t>(s.size() + 1, 29), ' ');
+        s += b;
+        s.resize(std::max<std::size_t>(s.size() + 1, 55), ' ');
+        s += c;
+        return s + "\n";
+    }
+    template <std::size_t... I>
+    void summary_rows(std::string& s, std::index_sequence<I...>) const {
+        ((s += row(std::string(detail::layer_name<I, Specs...>().view()) + " (" +
+                       std::string(meta::at_t<I, Specs...>::class_name) + ")",
+                   detail::keras_shape(std::tuple_element_t<I, layers_type>::output),
+                   std::to_string(std::tuple_element_t<I, layers_type>::params))),
+         ...);
+    }
+
+    layers_type layers_;
+};
+
+}  // namespace typeflow::models
