@@ -36,7 +36,7 @@ constexpr dims drop_last(dims d) {
 /// logits with FromLogits = true.
 template <bool FromLogits = false>
 struct sparse_categorical_crossentropy {
-    static constexpr bool sparse = true, binary = false, from_logits = FromLogits;
+    static constexpr bool sparse = true, binary = false, classification = true, from_logits = FromLogits;
     template <class T>
     using label_type = std::int32_t;
     /// The labels' extents for the model's output extents.
@@ -58,7 +58,7 @@ struct sparse_categorical_crossentropy {
 /// model's class probabilities (or logits with FromLogits = true).
 template <bool FromLogits = false>
 struct categorical_crossentropy {
-    static constexpr bool sparse = false, binary = false, from_logits = FromLogits;
+    static constexpr bool sparse = false, binary = false, classification = true, from_logits = FromLogits;
     template <class T>
     using label_type = T;
     static constexpr dims label_dims(const dims& out) { return out; }
@@ -77,7 +77,7 @@ struct categorical_crossentropy {
 /// with FromLogits = true), averaged over the last axis.
 template <bool FromLogits = false>
 struct binary_crossentropy {
-    static constexpr bool sparse = false, binary = true, from_logits = FromLogits;
+    static constexpr bool sparse = false, binary = true, classification = true, from_logits = FromLogits;
     template <class T>
     using label_type = T;
     static constexpr dims label_dims(const dims& out) { return out; }
@@ -97,7 +97,7 @@ struct binary_crossentropy {
 
 /// Mean of the squared errors over the last axis.
 struct mean_squared_error {
-    static constexpr bool sparse = false, binary = false, from_logits = false;
+    static constexpr bool sparse = false, binary = false, classification = false, from_logits = false;
     template <class T>
     using label_type = T;
     static constexpr dims label_dims(const dims& out) { return out; }
@@ -114,9 +114,13 @@ namespace typeflow::metrics {
 /// The fraction of examples classified right, as the loss implies: the
 /// arg-max of the output equals the integer label (sparse losses) or the
 /// arg-max of the one-hot label (categorical), or the output rounded at 0.5
-/// (0 for logits) equals the target (binary).
+/// (0 for logits) equals the target (binary). Outputs with a regression
+/// loss get none.
 struct accuracy {
     static constexpr std::string_view name = "accuracy";
+    /// Accuracy is logged for the outputs trained with a classification loss.
+    template <class Loss>
+    static constexpr bool applies_to = Loss::classification;
     template <class Loss, class Z, class Y>
     static auto per_example(const Z& out, const Y& labels) {
         using T = value_type_t<Z>;

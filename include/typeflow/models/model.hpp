@@ -14,7 +14,9 @@
 // the model's dtype; labels are what the loss takes (int32 [batch] for the
 // sparse losses).
 #pragma once
+#include <array>
 #include <chrono>
+#include <ranges>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +30,7 @@
 #include <typeflow/models/callbacks.hpp>
 #include <typeflow/models/losses.hpp>
 #include <typeflow/models/optimizers.hpp>
+#include <typeflow/models/functional.hpp>
 #include <typeflow/models/sequential.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
@@ -91,47 +94,152 @@ struct running_means {
 };
 }  // namespace detail
 
+/// One loss per output of a functional model, with weights (Keras'
+/// loss={...}, loss_weights={...}): the loss trained is the weighted sum.
+template <class... L>
+struct per_output_t {
+    std::array<double, sizeof...(L)> weights;
+    /// The same losses with these weights.
+    per_output_t weighted(std::array<double, sizeof...(L)> w) const { return {w}; }
+};
+/// per_output(loss_0, loss_1, ...): loss k for output k, each of weight 1.
+template <class... L>
+per_output_t<L...> per_output(L...) {
+    per_output_t<L...> p;
+    p.weights.fill(1.0);
+    return p;
+}
+
+namespace detail {
+template <class Loss, std::size_t M>
+struct loss_list {  // one loss for every output
+    template <std::size_t K>
+    using at = Loss;
+    static std::array<double, M> weights(const Loss&) {
+        std::array<double, M> w;
+        w.fill(1.0);
+        return w;
+    }
+};
+template <class... L, std::size_t M>
+struct loss_list<per_output_t<L...>, M> {
+    static_assert(sizeof...(L) == M, "typeflow: compile: per_output gives a number of losses other than the model's outputs");
+    template <std::size_t K>
+    using at = meta::at_t<K, L...>;
+    static std::array<double, M> weights(const per_output_t<L...>& p) { return p.weights; }
+};
+template <class T>
+concept tuple_like = requires { std::tuple_size<std::remove_cvref_t<T>>::value; };
+// Item I of a dataset element's inputs or labels: a tensor, or a tuple of them.
+template <std::size_t I, class X>
+const auto& item(const X& x) {
+    if constexpr (tuple_like<X>) return std::get<I>(x);
+    else return x;
+}
+// The labels' shape for output Out of loss L (a static member first: GCC 12
+// crashes on shape_from_dims<L::label_dims(...)> in a dependent context).
+template <class L, class Out>
+struct label_shape {
+    static constexpr dims value = L::label_dims(shape_t<Out>::value);
+    using type = shape_from_dims<value>;
+};
+// "labels" for a model of one output, else "labels_<K>".
+template <std::size_t K, std::size_t M>
+constexpr auto label_name() {
+    if constexpr (M == 1) return fixed_string("labels");
+    else return concat<"labels_", layers::detail::digits<K>()>();
+}
+}  // namespace detail
+
 /// A model with its loss, optimizer and metrics (see the file comment).
-/// Copies share the model's variables but not the session.
+/// The model is a sequential or a functional model; its copies share the
+/// variables. A compiled model is move-only (it owns its session).
 template <class Model, class Loss, class Opt, class... Metrics>
 class compiled_model : public model_handle {
 public:
     using model_type = Model;
     using value_type = typename Model::value_type;
     using device = typename Model::device;
-    using label_type = typename Loss::template label_type<value_type>;
-    using input_placeholder = typename Model::input_placeholder;
-    /// The labels' extents, the batch axis first.
-    static constexpr dims label_dims = Loss::label_dims(Model::output_dims);
-    using label_placeholder = placeholder<"labels", label_type, shape_from_dims<label_dims>, device>;
+    using input_placeholders = std::remove_cvref_t<decltype(std::declval<const Model&>().input_placeholders())>;
+    using outputs_type = decltype(std::declval<const Model&>().outputs(training));
+    static constexpr std::size_t input_count = std::tuple_size_v<input_placeholders>;
+    static constexpr std::size_t output_count = std::tuple_size_v<outputs_type>;
+    using losses = detail::loss_list<Loss, output_count>;
+
+private:
+    template <std::size_t K>
+    using output_t = std::tuple_element_t<K, outputs_type>;
+    template <std::size_t K>
+    using loss_t = typename losses::template at<K>;
+    template <std::size_t K>
+    using label_placeholder_t =
+        placeholder<detail::label_name<K, output_count>(),
+                    typename loss_t<K>::template label_type<value_type_t<output_t<K>>>,
+                    typename detail::label_shape<loss_t<K>, output_t<K>>::type, device_t<output_t<K>>>;
+    template <class Seq>
+    struct labels_of;
+    template <std::size_t... K>
+    struct labels_of<std::index_sequence<K...>> {
+        using type = std::tuple<label_placeholder_t<K>...>;
+    };
+    static constexpr auto outs = std::make_index_sequence<output_count>{};
+    static constexpr auto ins = std::make_index_sequence<input_count>{};
+
+public:
+    /// The label placeholders: "labels" for a model of one output, else
+    /// "labels_0", "labels_1", ...
+    using label_placeholders = typename labels_of<std::make_index_sequence<output_count>>::type;
     /// The optimizer's learning rate, a variable that checkpoints keep.
     using learning_rate_variable = non_trainable_variable<"learning_rate", value_type, shape<>, device>;
 
-    explicit compiled_model(Model m, Opt o = {}, session_options so = {})
+    explicit compiled_model(Model m, Loss loss = {}, Opt o = {}, session_options so = {})
         : model_(std::move(m)), lr_(init::constant{o.learning_rate}), opt_(o),
-          g_(build(model_, x_, y_, lr_, opt_)), session_(std::make_unique<session>(so)) {}
+          g_(build(model_, y_, lr_, opt_, losses::weights(loss))), session_(std::make_unique<session>(so)) {
+        names_.push_back("loss");
+        std::vector<std::string> out_names;
+        if constexpr (output_count > 1) {
+            for (auto n : model_.output_names()) out_names.emplace_back(n);
+            for (auto& n : out_names) names_.push_back(n + "_loss");
+        }
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            const auto add = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+                const auto one = [&]<class Mt>(Mt*) {
+                    if constexpr (Mt::template applies_to<loss_t<k>>)
+                        names_.push_back(output_count > 1 ? out_names[k] + "_" + std::string(Mt::name) : std::string(Mt::name));
+                };
+                (one(static_cast<Metrics*>(nullptr)), ...);
+            };
+            (add(std::integral_constant<std::size_t, K>{}), ...);
+        }(outs);
+    }
 
     /// The model (its layers and variables).
     const Model& model() const noexcept { return model_; }
-    /// The placeholders the graphs read: inputs and labels.
-    const input_placeholder& input() const noexcept { return x_; }
-    const label_placeholder& labels() const noexcept { return y_; }
-    /// The training graph's loss, its update op and the inference output.
+    /// The placeholders the graphs read.
+    const input_placeholders& inputs() const noexcept { return model_.input_placeholders(); }
+    const label_placeholders& labels() const noexcept { return y_; }
+    /// The training graph's total loss, its update op, and the inference outputs (a tuple).
     const auto& loss() const noexcept { return std::get<0>(g_); }
     const auto& train_op() const noexcept { return std::get<1>(g_); }
-    const auto& output() const noexcept { return std::get<3>(g_); }
+    const auto& outputs() const noexcept { return std::get<4>(g_); }
+    /// The names of the values train_on_batch, evaluate and fit log, in order:
+    /// "loss", per-output losses ("<output>_loss") when there are several
+    /// outputs, then each output's metrics ("accuracy", or "<output>_accuracy").
+    const std::vector<std::string>& log_names() const noexcept { return names_; }
     /// Runs the graphs on n threads from now on (0: every hardware thread).
     void set_threads(int n) { session_ = std::make_unique<session>(session_options{.threads = n}); }
 
-    /// One training step on a batch; returns its loss and metrics.
-    logs train_on_batch(const tensor<value_type>& x, const tensor<label_type>& y) {
+    /// One training step on a batch (inputs: a tensor, or a tuple with one
+    /// tensor per input; labels likewise per output); returns its loss and metrics.
+    template <class X, class Y>
+    logs train_on_batch(const X& x, const Y& y) {
         logs l;
-        const std::vector<double> v = train_step(x, y);
-        name_values(l, v, "");
+        name_values(l, train_step(x, y), "");
         return l;
     }
     /// Loss and metrics of a batch in inference mode (no update).
-    logs test_on_batch(const tensor<value_type>& x, const tensor<label_type>& y) {
+    template <class X, class Y>
+    logs test_on_batch(const X& x, const Y& y) {
         logs l;
         name_values(l, test_step(x, y), "");
         return l;
@@ -154,117 +262,173 @@ public:
         logs l;
         for (auto& c : callbacks) c->model = this, c->on_test_begin(l);
         detail::running_means r;
-        for (auto&& e : ds) {
-            const auto& x = std::get<0>(e);
-            r.add(test_step(x, std::get<1>(e)), static_cast<double>(x.dims()[0]));
-        }
-        for (std::size_t i = 0; i < 1 + sizeof...(Metrics); ++i) set_value(l, i, r.mean(i), "");
-        for (auto& c : callbacks) c->on_test_end(l);
+        for (auto&& e : ds) r.add(test_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
+        for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
+        for (auto& c : callbacks) c->on_test_end(l), c->model = nullptr;
         return l;
     }
 
-    /// The model's output (inference mode) for a batch.
-    tensor<value_type> predict(const tensor<value_type>& x) { return session_->run(output(), feed(x_, x)); }
-    /// The outputs for every element of ds, stacked along the batch axis.
+    /// The model's output for a batch of inputs (inference mode): a tensor,
+    /// or a tuple of tensors for a model of several outputs.
+    template <class X>
+        requires(!std::ranges::range<X> || std::is_same_v<X, tensor<value_type>>)
+    auto predict(const X& x) {
+        auto r = run_with_inputs(x, std::apply([](const auto&... o) { return fetch(o...); }, outputs()));
+        if constexpr (output_count == 1) return std::move(std::get<0>(r));
+        else return r;
+    }
+    /// The outputs for every element of ds (its inputs, or (inputs, labels)),
+    /// stacked along the batch axis.
     template <class DS>
-        requires(!std::is_same_v<std::remove_cvref_t<DS>, tensor<value_type>>)
-    tensor<value_type> predict(DS&& ds) {
-        std::vector<tensor<value_type>> parts;
+        requires(std::ranges::range<DS> && !std::is_same_v<std::remove_cvref_t<DS>, tensor<value_type>>)
+    auto predict(DS&& ds) {
+        using one = std::remove_cvref_t<decltype(std::get<0>(std::declval<const outputs_type&>()))>;
+        static_assert(output_count == 1 || sizeof(one) > 0, "");
+        std::vector<tensor<value_type_t<output_t<0>>>> parts;
         index_t rows = 0;
         for (auto&& e : ds) {
-            parts.push_back(predict(input_of(e)));
+            if constexpr (output_count == 1) parts.push_back(predict(input_of(e)));
+            else parts.push_back(std::get<0>(predict(input_of(e))));
             rows += parts.back().dims()[0];
         }
-        dims d = Model::output_dims;
+        dims d = shape_t<output_t<0>>::value;
         d.d[0] = rows;
-        tensor<value_type> out(d);
-        value_type* p = out.data();
+        tensor<value_type_t<output_t<0>>> out(d);
+        auto* p = out.data();
         for (auto& t : parts) p = std::copy(t.data(), t.data() + t.size(), p);
         return out;
     }
 
     /// Writes the model's weights (not the optimizer's state) to one file.
-    void save_weights(const std::string& path) { io::saver(output()).write(path); }
+    void save_weights(const std::string& path) const { weights_saver().write(path); }
     /// Loads the model's weights from a file of save_weights or a checkpoint
     /// of save_checkpoint / model_checkpoint (whose optimizer state is left
     /// aside). Every weight must be there; on any error nothing changes.
-    void load_weights(const std::string& path) {
-        io::saver(output()).restore(path, io::restore_options{.allow_unused = true});
-    }
+    void load_weights(const std::string& path) { weights_saver().restore(path, io::restore_options{.allow_unused = true}); }
     /// Restores weights, optimizer state and learning rate from a checkpoint
     /// of save_checkpoint (to resume training).
     void load_checkpoint(const std::string& path) { checkpoint_saver(5).restore(path); }
 
     // model_handle
     double learning_rate() const override { return static_cast<double>(lr_.value()[0]); }
-    void set_learning_rate(double lr) override { lr_.value()[0] = static_cast<value_type>(lr); }
+    void set_learning_rate(double lr) override { lr_.state().value[0] = static_cast<value_type>(lr); }
     std::string save_checkpoint(const std::string& dir, std::int64_t step, std::size_t keep = 5) override {
         return checkpoint_saver(keep).save(dir, step);
     }
     std::shared_ptr<void> snapshot_weights() const override {
-        auto s = std::make_shared<std::vector<std::vector<value_type>>>();
-        model_.for_each_variable([&](const auto& v) {
-            s->emplace_back(v.value().data(), v.value().data() + v.value().size());
-        });
+        auto s = std::make_shared<std::vector<std::vector<std::byte>>>();
+        for (const auto& t : weights_saver().tensors()) {
+            const auto* b = static_cast<const std::byte*>(t.data);
+            s->emplace_back(b, b + t.shape.numel() * static_cast<index_t>(dtype_size(t.dtype)));
+        }
         return s;
     }
     void restore_weights(const std::shared_ptr<void>& snapshot) override {
-        const auto& s = *static_cast<const std::vector<std::vector<value_type>>*>(snapshot.get());
+        const auto& s = *static_cast<const std::vector<std::vector<std::byte>>*>(snapshot.get());
         std::size_t i = 0;
-        model_.for_each_variable([&](const auto& v) {
-            auto& t = v.state().value;
-            std::copy(s[i].begin(), s[i].end(), t.data());
-            ++i;
-        });
+        for (const auto& t : weights_saver().tensors())  // views of the variables' own storage
+            std::copy(s[i].begin(), s[i].end(), static_cast<std::byte*>(const_cast<void*>(t.data))), ++i;
     }
     std::int64_t iterations() const override { return iterations_; }
 
 private:
-    template <class X, class Y>
-    static auto build(const Model& m, const X& x, const Y& y, const learning_rate_variable& lr, const Opt& o) {
-        auto out = m(x, training);
-        auto loss = mean(Loss::per_example(out, y));
-        auto step = o.make(lr).minimize(loss);
-        auto train_metrics = std::make_tuple(mean(Metrics::template per_example<Loss>(out, y))...);
-        auto eval_out = m(x, inference);
-        auto eval_loss = mean(Loss::per_example(eval_out, y));
-        auto eval_metrics = std::make_tuple(mean(Metrics::template per_example<Loss>(eval_out, y))...);
-        return std::make_tuple(loss, step, train_metrics, eval_out, eval_loss, eval_metrics);
+    template <std::size_t K, class Outs, class Ys>
+    static auto loss_part(const Outs& o, const Ys& y) {
+        return mean(loss_t<K>::per_example(std::get<K>(o), std::get<K>(y)));
     }
-    using graphs = decltype(build(std::declval<const Model&>(), std::declval<const input_placeholder&>(),
-                                  std::declval<const label_placeholder&>(),
-                                  std::declval<const learning_rate_variable&>(), std::declval<const Opt&>()));
+    template <std::size_t K, class Outs, class Ys>
+    static auto metrics_of(const Outs& o, const Ys& y) {
+        const auto one = [&]<class Mt>(Mt*) {
+            if constexpr (Mt::template applies_to<loss_t<K>>)
+                return std::make_tuple(mean(Mt::template per_example<loss_t<K>>(std::get<K>(o), std::get<K>(y))));
+            else return std::tuple<>();
+        };
+        return std::tuple_cat(one(static_cast<Metrics*>(nullptr))...);
+    }
+    template <class Outs, class Ys, std::size_t... K>
+    static auto parts_and_metrics(const Outs& o, const Ys& y, const std::array<double, output_count>& w,
+                                  std::index_sequence<K...>) {
+        auto parts = std::make_tuple(loss_part<K>(o, y)...);
+        auto total = [&] {
+            if constexpr (output_count == 1) return std::get<0>(parts);
+            else return (... + (scalar<value_type, device>(static_cast<value_type>(w[K])) * std::get<K>(parts)));
+        }();
+        return std::make_tuple(total, parts, std::tuple_cat(metrics_of<K>(o, y)...));
+    }
+    static auto build(const Model& m, const label_placeholders& y, const learning_rate_variable& lr, const Opt& o,
+                      const std::array<double, output_count>& w) {
+        auto train = parts_and_metrics(m.outputs(training), y, w, outs);
+        auto step = o.make(lr).minimize(std::get<0>(train));
+        auto eval_outs = m.outputs(inference);
+        auto eval = parts_and_metrics(eval_outs, y, w, outs);
+        return std::make_tuple(std::get<0>(train), step, std::get<1>(train), std::get<2>(train), eval_outs,
+                               std::get<0>(eval), std::get<1>(eval), std::get<2>(eval));
+    }
+    using graphs = decltype(build(std::declval<const Model&>(), std::declval<const label_placeholders&>(),
+                                  std::declval<const learning_rate_variable&>(), std::declval<const Opt&>(),
+                                  std::declval<const std::array<double, output_count>&>()));
 
     template <class E>
     static const auto& input_of(const E& e) {
-        if constexpr (requires { std::get<0>(e); }) return std::get<0>(e);
-        else return e;
+        if constexpr (detail::tuple_like<E> && !std::is_same_v<E, tensor<value_type>>) {
+            if constexpr (input_count == 1 && std::tuple_size_v<E> == 1) return std::get<0>(e);
+            else if constexpr (std::tuple_size_v<E> == 2 && input_count != 2) return std::get<0>(e);
+            else return e;
+        } else {
+            return e;
+        }
     }
-
-    std::vector<double> train_step(const tensor<value_type>& x, const tensor<label_type>& y) {
-        auto r = std::apply(
-            [&](const auto&... m) { return session_->run(fetch(std::get<0>(g_), m..., std::get<1>(g_)), feed(x_, x), feed(y_, y)); },
-            std::get<2>(g_));
-        ++iterations_;
-        return values(r, std::make_index_sequence<1 + sizeof...(Metrics)>{});
+    template <class X>
+    static double batch_of(const X& x) {
+        return static_cast<double>(detail::item<0>(x).dims()[0]);
     }
-    std::vector<double> test_step(const tensor<value_type>& x, const tensor<label_type>& y) {
-        auto r = std::apply([&](const auto&... m) { return session_->run(fetch(std::get<4>(g_), m...), feed(x_, x), feed(y_, y)); },
-                            std::get<5>(g_));
-        return values(r, std::make_index_sequence<1 + sizeof...(Metrics)>{});
+    // The values fetched as a fetch list: total, [parts], metrics..., [extra...].
+    template <class Total, class Parts, class Mets, class... Extra>
+    static auto fetch_values(const Total& total, const Parts& parts, const Mets& mets, const Extra&... extra) {
+        auto p = [&] {
+            if constexpr (output_count == 1) return std::tuple<>();
+            else return parts;
+        }();
+        return std::apply([](const auto&... f) { return fetch(f...); },
+                          std::tuple_cat(std::tie(total), p, mets, std::tie(extra...)));
+    }
+    template <class X, class F>
+    auto run_with_inputs(const X& x, const F& f) {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return session_->run(f, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...);
+        }(ins);
+    }
+    template <class X, class Y, class F>
+    auto run_with(const X& x, const Y& y, const F& f) {
+        return [&]<std::size_t... I, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<K...>) {
+            return session_->run(f, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...,
+                                 feed(std::get<K>(y_), detail::item<K>(y))...);
+        }(ins, outs);
     }
     template <class R, std::size_t... I>
     static std::vector<double> values(const R& r, std::index_sequence<I...>) {
         return {static_cast<double>(std::get<I>(r).item())...};
     }
-    static void set_value(logs& l, std::size_t i, double v, const std::string& prefix) {
-        static constexpr std::string_view names[] = {"loss", Metrics::name...};
-        l.set(prefix + std::string(names[i]), v);
+    template <class X, class Y>
+    std::vector<double> train_step(const X& x, const Y& y) {
+        auto r = run_with(x, y, fetch_values(std::get<0>(g_), std::get<2>(g_), std::get<3>(g_), std::get<1>(g_)));
+        ++iterations_;
+        return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)> - 1>{});
     }
-    static void name_values(logs& l, const std::vector<double>& v, const std::string& prefix) {
-        for (std::size_t i = 0; i < v.size(); ++i) set_value(l, i, v[i], prefix);
+    template <class X, class Y>
+    std::vector<double> test_step(const X& x, const Y& y) {
+        auto r = run_with(x, y, fetch_values(std::get<5>(g_), std::get<6>(g_), std::get<7>(g_)));
+        return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+    }
+    void name_values(logs& l, const std::vector<double>& v, const std::string& prefix) const {
+        for (std::size_t i = 0; i < v.size(); ++i) l.set(prefix + names_[i], v[i]);
     }
 
+    io::saver weights_saver() const {
+        io::saver s;
+        std::apply([&](const auto&... o) { (s.add(o), ...); }, outputs());
+        return s;
+    }
     io::saver checkpoint_saver(std::size_t keep) const {
         io::saver s(io::saver_options{.max_to_keep = keep}, train_op());
         s.add(lr_);
@@ -291,15 +455,14 @@ private:
             for (auto&& e : ds) {
                 logs bl;
                 for (auto& c : cbs) c->on_train_batch_begin(batch, bl);
-                const auto& x = std::get<0>(e);
-                r.add(train_step(x, std::get<1>(e)), static_cast<double>(x.dims()[0]));
-                for (std::size_t i = 0; i < 1 + sizeof...(Metrics); ++i) set_value(bl, i, r.mean(i), "");
+                r.add(train_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
+                for (std::size_t i = 0; i < names_.size(); ++i) bl.set(names_[i], r.mean(i));
                 for (auto& c : cbs) c->on_train_batch_end(batch, bl);
                 ++batch;
                 if (stop_training) break;
             }
             l.clear();
-            for (std::size_t i = 0; i < 1 + sizeof...(Metrics); ++i) set_value(l, i, r.mean(i), "");
+            for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
             if constexpr (!std::is_same_v<std::remove_const_t<VDS>, int>) {
                 const logs v = evaluate(*validation);
                 for (auto& [k, x] : v.items()) l.set("val_" + k, x);
@@ -313,24 +476,30 @@ private:
     }
 
     Model model_;
-    input_placeholder x_;
-    label_placeholder y_;
+    label_placeholders y_;
     learning_rate_variable lr_;
     Opt opt_;
     graphs g_;
     std::unique_ptr<session> session_;
+    std::vector<std::string> names_;
     std::int64_t iterations_ = 0;
 };
 
 /// Keras' model.compile(loss, optimizer, metrics): the compiled model.
 template <class Model, class Loss, class Opt, class... Metrics>
-compiled_model<Model, Loss, Opt, Metrics...> compile(const Model& m, Loss, Opt o, Metrics...) {
-    return compiled_model<Model, Loss, Opt, Metrics...>(m, o);
+compiled_model<Model, Loss, Opt, Metrics...> compile(const Model& m, Loss loss, Opt o, Metrics...) {
+    return compiled_model<Model, Loss, Opt, Metrics...>(m, loss, o);
 }
 
 template <class Input, class... Specs>
 template <class Loss, class Opt, class... Metrics>
 auto sequential<Input, Specs...>::compile(Loss l, Opt o, Metrics... m) const {
+    return models::compile(*this, l, o, m...);
+}
+
+template <class... P, class Build>
+template <class Loss, class Opt, class... Metrics>
+auto functional_model<inputs_t<P...>, Build>::compile(Loss l, Opt o, Metrics... m) const {
     return models::compile(*this, l, o, m...);
 }
 

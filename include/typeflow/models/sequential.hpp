@@ -13,6 +13,8 @@
 //   auto logits = model(x, tf::training);        // an expression: [?, 28, 28, 1] -> [?, 10]
 //   model.summary();
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -161,6 +163,18 @@ public:
     auto operator()(const X& x, M m) const {
         return apply<0>(x, m);
     }
+
+    /// The model as compile() sees any model: its input placeholders, and its
+    /// outputs in mode m (one each here).
+    static const std::tuple<input_placeholder>& input_placeholders() noexcept {
+        static const std::tuple<input_placeholder> p;
+        return p;
+    }
+    template <mode_c M>
+    auto outputs(M m) const {
+        return std::make_tuple((*this)(input_placeholder{}, m));
+    }
+    static constexpr std::array<std::string_view, 1> output_names() noexcept { return {"output"}; }
 
     /// Keras' model.compile(loss, optimizer, metrics...): a compiled_model
     /// (models/model.hpp) that trains and evaluates this model.
