@@ -21,6 +21,7 @@
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/node.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
+#include <typeflow/expr/ops/array.hpp>
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
@@ -34,6 +35,7 @@
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/nn.hpp>
 #include <typeflow/expr/ops/outputs.hpp>
+#include <typeflow/expr/ops/pool.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/expr/ops/reshape.hpp>
 #include <typeflow/expr/ops/to_device.hpp>
@@ -50,12 +52,14 @@
 #include <typeflow/backend/eigen/elementwise.hpp>
 #include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/backend/eigen/interop.hpp>
+#include <typeflow/backend/eigen/ops/array.hpp>
 #include <typeflow/backend/eigen/ops/conv.hpp>
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>
 #include <typeflow/backend/eigen/ops/group.hpp>
 #include <typeflow/backend/eigen/ops/linalg.hpp>
 #include <typeflow/backend/eigen/ops/matmul.hpp>
 #include <typeflow/backend/eigen/ops/nn.hpp>
+#include <typeflow/backend/eigen/ops/pool.hpp>
 #include <typeflow/backend/eigen/ops/reduce.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
 #include <typeflow/backend/reference/reference.hpp>

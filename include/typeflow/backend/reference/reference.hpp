@@ -2,11 +2,13 @@
 // `typeflow::reference`): naive loops that the CPU backend is tested against.
 #pragma once
 #include <typeflow/backend/reference/fused.hpp>
+#include <typeflow/backend/reference/ops/array.hpp>
 #include <typeflow/backend/reference/ops/conv.hpp>
 #include <typeflow/backend/reference/ops/gradient_ops.hpp>
 #include <typeflow/backend/reference/ops/group.hpp>
 #include <typeflow/backend/reference/ops/linalg.hpp>
 #include <typeflow/backend/reference/ops/matmul.hpp>
 #include <typeflow/backend/reference/ops/nn.hpp>
+#include <typeflow/backend/reference/ops/pool.hpp>
 #include <typeflow/backend/reference/ops/reduce.hpp>
 #include <typeflow/backend/reference/ops/transpose.hpp>
