@@ -531,10 +531,14 @@ TEST_CASE("the spin budget falls while the peer is slower than it and stays put 
     CHECK(ts[0]->stats().spin_budget == 1000us);
     auto st = slow_sends(ts, 10, 20ms);
     // 1000 us halved 9 times is below the 2 us floor: 0, and a wait that
-    // does not spin is neither hit nor miss.
-    CHECK(st.spin_misses == 9);
-    CHECK(st.spin_hits == 0);
-    CHECK(st.spin_budget == 0us);
+    // does not spin is neither hit nor miss. On a loaded machine the waiting
+    // thread may not run for the whole 20 ms and find the frame there when it
+    // starts to spin (a hit, which doubles the budget once): allow one.
+    CHECK(st.spin_hits <= 1);
+    CHECK(st.spin_misses >= 8);
+    CHECK(st.spin_misses + st.spin_hits <= 10);
+    if (st.spin_hits == 0) CHECK(st.spin_budget == 0us);
+    else CHECK(st.spin_budget <= 8us);
     // At zero, waits sleep at once (only every 64th probes); frames still arrive.
     st = slow_sends(ts, 3, 1ms, 11);
     CHECK(st.spin_budget <= 10us);
