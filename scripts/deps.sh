@@ -11,6 +11,8 @@ PACKAGES=(
   libeigen3-dev     # >= 3.4, the CPU backend
   catch2            # v2, the unit tests
   libopenblas-dev   # optional BLAS backend (TYPEFLOW_USE_BLAS=ON)
+  zlib1g-dev        # tf::data reads gzip-compressed IDX files
+  dataset-fashion-mnist  # the main example's data (/usr/share/datasets/fashion-mnist)
   graphviz          # `dot`, renders the graph exports
   time              # /usr/bin/time, compile-time / memory measurements
   # the distributed runtime (include/typeflow/distributed)

@@ -16,6 +16,8 @@
 #include <typeflow/layers/conv.hpp>
 #include <typeflow/layers/core.hpp>
 #include <typeflow/layers/layer.hpp>
+#include <typeflow/layers/merge.hpp>
+#include <typeflow/layers/pooling.hpp>
 #include <typeflow/models/callbacks.hpp>
 #include <typeflow/models/losses.hpp>
 #include <typeflow/models/model.hpp>

@@ -66,7 +66,6 @@ template <class T, class D, class Names, dims In, std::size_t I, class Prev, cla
 struct chain {
     using type = Done;
     static constexpr dims output = In;
-    static constexpr bool ok = true;
 };
 template <class T, class D, class Names, dims In, std::size_t I, class Prev, class... Done, class L, class... Rest>
 struct chain<T, D, Names, In, I, Prev, meta::list<Done...>, L, Rest...> {
@@ -79,7 +78,6 @@ struct chain<T, D, Names, In, I, Prev, meta::list<Done...>, L, Rest...> {
                             "first error names both layers, that output's shape and what the layer expects");
         return fits;
     }
-    static constexpr bool ok = check();
     template <bool F, int = 0>
     struct next_t {
         using bound = typename L::template bind<Names::template name<I>(), In, T, D>;
@@ -89,7 +87,7 @@ struct chain<T, D, Names, In, I, Prev, meta::list<Done...>, L, Rest...> {
     struct next_t<false, Z> {  // stop: one error, not one per following layer
         using type = chain<T, D, Names, In, I, L, meta::list<Done...>>;
     };
-    using next = typename next_t<fits>::type;
+    using next = typename next_t<check()>::type;  // check() here: the error comes with the type
     using type = typename next::type;
     static constexpr dims output = next::output;
 };
