@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install missing Debian packages, build the main example (examples/tf_lecture.cpp)
+# Install missing Debian packages, build the main example
+# (examples/fashion_mnist_cnn.cpp: the lectures' CNN on Fashion-MNIST, 2 epochs)
 # and run it. Without that file, build and run every example.
 #   JOBS=N bash scripts/example.sh     # limit parallelism (default: nproc)
 set -euo pipefail
@@ -7,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${JOBS:-$(nproc)}"
 BUILD_DIR="${BUILD_DIR:-build}"
-MAIN_EXAMPLE=tf_lecture
+MAIN_EXAMPLE=fashion_mnist_cnn
 
 bash scripts/deps.sh
 

@@ -19,7 +19,9 @@
 #include <typeflow/layers/merge.hpp>
 #include <typeflow/layers/pooling.hpp>
 #include <typeflow/models/callbacks.hpp>
+#include <typeflow/models/functional.hpp>
 #include <typeflow/models/losses.hpp>
+#include <typeflow/models/metrics.hpp>
 #include <typeflow/models/model.hpp>
 #include <typeflow/models/optimizers.hpp>
 #include <typeflow/models/sequential.hpp>

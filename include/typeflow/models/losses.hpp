@@ -129,7 +129,7 @@ struct accuracy {
             return cast<T>(equal(cast<value_type_t<Y>>(argmax<-1>(out)), labels));
         } else if constexpr (Loss::binary) {
             const auto threshold = scalar<T, D>(Loss::from_logits ? T(0) : T(0.5));
-            return mean<-1>(cast<T>(equal(out > threshold, labels > scalar<T, D>(T(0.5)))));
+            return typeflow::mean<-1>(cast<T>(equal(out > threshold, labels > scalar<T, D>(T(0.5)))));
         } else {
             return cast<T>(equal(argmax<-1>(out), argmax<-1>(labels)));
         }
