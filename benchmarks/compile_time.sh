@@ -14,6 +14,8 @@
 # 1b. compile_mlp_train: the same for the training program
 #    benchmarks/compile/mlp_train_typeflow.cpp (model, minimize, 5 steps) against
 #    mlp_train_eigen.cpp (the step written by hand). Same budget (issue 3).
+# 1d. compile_cnn: examples/fashion_mnist_cnn.cpp against the training
+#    program of 1b (CNN_ONLY=1: this alone); budget 1.5x (ratio <= 1.5).
 # 1c. separate compilation: the same two typeflow programs built the way a
 #    project that cares about build time builds them: TYPEFLOW_SEPARATE_COMPILATION
 #    and typeflow's plain runtime code compiled once in its own file
@@ -138,6 +140,21 @@ measure() {
     done
 }
 declare -A SRC XARGS
+
+# ---- 1d. the main example (the lectures' CNN, fit, callbacks, tf::data) against
+# the MLP training program. Budget (issue 20): at most 1.5x its time and memory.
+#   compile_cnn typeflow=<s> mlp_train=<s> ratio=<cnn/mlp_train>
+#   compile_cnn_peak typeflow=<MB> mlp_train=<MB> ratio=<cnn/mlp_train>
+# CNN_ONLY=1 measures this alone and stops.
+SRC[cnn_example]="$root/examples/fashion_mnist_cnn.cpp"
+XARGS[cnn_example]="-DTYPEFLOW_HAVE_ZLIB -lz"
+SRC[mlp_train_typeflow]="$here/compile/mlp_train_typeflow.cpp"
+measure cnn_example mlp_train_typeflow
+awk -v c="${CPU[cnn_example]}" -v m="${CPU[mlp_train_typeflow]}" \
+    'BEGIN { printf "compile_cnn typeflow=%.2f mlp_train=%.2f ratio=%.3f\n", c, m, c / m }'
+awk -v c="${PEAK[cnn_example]}" -v m="${PEAK[mlp_train_typeflow]}" \
+    'BEGIN { printf "compile_cnn_peak typeflow=%d mlp_train=%d ratio=%.3f\n", c, m, c / m }'
+[[ -n "${CNN_ONLY:-}" ]] && exit 0
 
 # ---- 1. the MLP, typeflow vs Eigen -------------------------------------------
 SRC[mlp_typeflow]="$here/compile/mlp_typeflow.cpp"
