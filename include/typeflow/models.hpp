@@ -15,6 +15,7 @@
 
 #include <typeflow/layers/conv.hpp>
 #include <typeflow/layers/core.hpp>
+#include <typeflow/layers/embedding.hpp>
 #include <typeflow/layers/layer.hpp>
 #include <typeflow/layers/merge.hpp>
 #include <typeflow/layers/pooling.hpp>

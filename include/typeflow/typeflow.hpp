@@ -26,6 +26,7 @@
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
 #include <typeflow/expr/ops/control.hpp>
+#include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/conv.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
 #include <typeflow/expr/ops/group.hpp>
@@ -54,6 +55,7 @@
 #include <typeflow/backend/eigen/interop.hpp>
 #include <typeflow/backend/eigen/ops/array.hpp>
 #include <typeflow/backend/eigen/ops/conv.hpp>
+#include <typeflow/backend/eigen/ops/gather.hpp>
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>
 #include <typeflow/backend/eigen/ops/group.hpp>
 #include <typeflow/backend/eigen/ops/linalg.hpp>

@@ -8,6 +8,17 @@
 // An update reads every variable as it was when the run began and writes at
 // the end of the run. Slot variables are named "<variable>/<slot>" (for
 // example "W1/m"), so checkpoints can hold them.
+//
+// Sparse gradients: when a variable's gradient is an axis-0 indexed_slices of
+// that variable (it is used only through tf::gather / tf::embedding_lookup),
+// sgd, momentum, adagrad and adam update only the rows present in the batch,
+// through one sparse_apply kernel (expr/ops/gather.hpp), as TensorFlow's
+// sparse apply ops: sgd and adagrad give exactly the dense result; momentum
+// and adam are lazy (the slots and the variable of rows absent from the batch
+// are left alone, where the dense update would decay the slots and move the
+// rows: TensorFlow's sparse momentum and LazyAdam). That kernel writes the rows
+// when it runs, after the gathers that read the variable. RMSProp and any
+// other use take the gradient's dense value.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -19,6 +30,7 @@
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/assign.hpp>
+#include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/group.hpp>
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/graph/topo.hpp>
@@ -114,6 +126,24 @@ auto slot(Init init) {
     return non_trainable_variable<concat<VarName, concat<"/", Slot>()>(), value_type_t<V>, shape_t<V>, device_t<V>>(
         init);
 }
+
+/// True when gradient G of variable V is sparse (an axis-0 indexed_slices of V).
+template <class G, class V>
+inline constexpr bool sparse_v = is_indexed_slices_of<G, V>::value;
+
+/// The sparse update of variable v by rule Rule from g, an axis-0
+/// indexed_slices of v: one sparse_apply node, ordered after a gather of v at
+/// each of g's indices (the forward gathers, merged with them by type), with
+/// slots and hyperparameters x... (scalar expressions of v's dtype).
+template <class Rule, class G, class V, class... X>
+auto sparse_update(const G& g, const V& v, const X&... x) {
+    constexpr std::size_t P = (G::children_list::size - 1) / 2;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return make_node<op::sparse_apply<Rule, P, P>>(make_node<op::gather<0>>(v, g.template child<2 + 2 * K>())..., v,
+                                                       x..., g.template child<1 + 2 * K>()...,
+                                                       g.template child<2 + 2 * K>()...);
+    }(std::make_index_sequence<P>{});
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -199,7 +229,9 @@ public:
     explicit gradient_descent(LR lr) : lr_(std::move(lr)) {}
     template <class G, class V>
     auto update(const G& g, const V& v) const {
-        return assign_sub(v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_) * g);
+        if constexpr (detail::sparse_v<G, V>)
+            return detail::sparse_update<sparse_rule::sgd>(g, v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_));
+        else return assign_sub(v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_) * g);
     }
 
 private:
@@ -227,10 +259,16 @@ public:
         using T = value_type_t<V>;
         using D = device_t<V>;
         auto acc = detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
-        auto a = assign(acc, scalar<T, D>(T(o_.momentum)) * acc + g);
         // plain: lr * a; Nesterov: lr * (mu * a + g)
         const T ca = o_.nesterov ? T(o_.momentum) : T(1), cg = o_.nesterov ? T(1) : T(0);
-        return group(a, assign_sub(v, detail::as_rate<T, D>(lr_) * (scalar<T, D>(ca) * a + scalar<T, D>(cg) * g)));
+        if constexpr (detail::sparse_v<G, V>) {
+            return detail::sparse_update<sparse_rule::momentum>(g, v, acc, detail::as_rate<T, D>(lr_),
+                                                                scalar<T, D>(T(o_.momentum)), scalar<T, D>(ca),
+                                                                scalar<T, D>(cg));
+        } else {
+            auto a = assign(acc, scalar<T, D>(T(o_.momentum)) * acc + g);
+            return group(a, assign_sub(v, detail::as_rate<T, D>(lr_) * (scalar<T, D>(ca) * a + scalar<T, D>(cg) * g)));
+        }
     }
 
 private:
@@ -263,12 +301,20 @@ public:
         auto v = detail::slot<V::fixed_name, "v", V>(init::zeros{});
         auto t = non_trainable_variable<concat<V::fixed_name, "/t">(), T, shape<>, D>(init::zeros{});
         auto t1 = assign_add(t, T(1));
-        auto m1 = assign(m, c(o_.beta1) * m + c(1 - o_.beta1) * g);
-        auto v1 = assign(v, c(o_.beta2) * v + c(1 - o_.beta2) * square(g));
-        auto mhat = m1 / (c(1) - pow(c(o_.beta1), t1));
-        auto vhat = v1 / (c(1) - pow(c(o_.beta2), t1));
-        auto lr = detail::as_rate<T, D>(lr_);
-        return group(t1, m1, v1, assign_sub(var, lr * (mhat / (sqrt(vhat) + c(o_.epsilon)) + c(o_.weight_decay) * var)));
+        if constexpr (detail::sparse_v<G, V>) {
+            // LazyAdam: the kernel reads t before this step's increment
+            return group(t1, detail::sparse_update<sparse_rule::lazy_adam>(g, var, m, v, detail::as_rate<T, D>(lr_),
+                                                                           c(o_.beta1), c(o_.beta2), c(o_.epsilon),
+                                                                           c(o_.weight_decay), t));
+        } else {
+            auto m1 = assign(m, c(o_.beta1) * m + c(1 - o_.beta1) * g);
+            auto v1 = assign(v, c(o_.beta2) * v + c(1 - o_.beta2) * square(g));
+            auto mhat = m1 / (c(1) - pow(c(o_.beta1), t1));
+            auto vhat = v1 / (c(1) - pow(c(o_.beta2), t1));
+            auto lr = detail::as_rate<T, D>(lr_);
+            return group(t1, m1, v1,
+                         assign_sub(var, lr * (mhat / (sqrt(vhat) + c(o_.epsilon)) + c(o_.weight_decay) * var)));
+        }
     }
 
 private:
@@ -332,8 +378,12 @@ public:
         using T = value_type_t<V>;
         using D = device_t<V>;
         auto acc = detail::slot<V::fixed_name, "accumulator", V>(init::constant{o_.initial_accumulator});
-        auto acc1 = assign_add(acc, square(g));
-        return group(acc1, assign_sub(var, detail::as_rate<T, D>(lr_) * g * rsqrt(acc1)));
+        if constexpr (detail::sparse_v<G, V>) {
+            return detail::sparse_update<sparse_rule::adagrad>(g, var, acc, detail::as_rate<T, D>(lr_));
+        } else {
+            auto acc1 = assign_add(acc, square(g));
+            return group(acc1, assign_sub(var, detail::as_rate<T, D>(lr_) * g * rsqrt(acc1)));
+        }
     }
 
 private:
