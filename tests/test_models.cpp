@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -404,4 +405,43 @@ TEST_CASE("models: a custom training loop with the model, tf::grad-based apply_g
     const double acc = s.run(correct, tf::feed(x, test[0].first), tf::feed(y, test[0].second)).item() / 360.0;
     CHECK(last_epoch_loss < 0.5 * first_epoch_loss);
     CHECK(acc >= 0.9);  // 0.922 here after 4 epochs
+}
+
+TEST_CASE("models: a sequential model of int32 ids through an embedding trains; a step touches only the batch's rows") {
+    // Sequences of 6 ids in [0, 50); the label is whether id 7 occurs.
+    using text = tf::models::sequential<L::input<std::int32_t, 6>, L::embedding<50, 4>, L::flatten, L::dense<2>>;
+    static_assert(text::params == 50 * 4 + (24 * 2 + 2));
+    static_assert(std::is_same_v<tf::value_type_t<std::tuple_element_t<0, decltype(text{}.outputs(tf::inference))>>, float>);
+    std::mt19937 rng(5);
+    std::vector<std::pair<tf::tensor<std::int32_t>, tf::tensor<std::int32_t>>> ds;
+    for (int b = 0; b < 20; ++b) {
+        tf::tensor<std::int32_t> x({32, 6}), y({32});
+        for (int i = 0; i < 32; ++i) {
+            bool seven = false;
+            for (int j = 0; j < 6; ++j) {
+                int id = static_cast<int>(rng() % 50);
+                if (i % 2 == 0 && j == static_cast<int>(rng() % 6)) id = 7;  // half the rows get a 7
+                x[i * 6 + j] = id;
+                seven |= id == 7;
+            }
+            y[i] = seven;
+        }
+        ds.emplace_back(std::move(x), std::move(y));
+    }
+    auto model = text{}.compile(ce{}, tf::optimizers::sgd{.learning_rate = 0.5}, tf::metrics::accuracy{});
+    // One step changes only the table rows of the ids in the batch.
+    const tf::tensor<float> before = model.model().layer<0>().embeddings.value().clone();
+    model.train_on_batch(ds[0].first, ds[0].second);
+    const auto& after = model.model().layer<0>().embeddings.value();
+    std::vector<bool> in_batch(50, false);
+    for (long i = 0; i < ds[0].first.size(); ++i) in_batch[static_cast<std::size_t>(ds[0].first[i])] = true;
+    int changed_absent = 0, changed_present = 0;
+    for (int r = 0; r < 50; ++r) {
+        const bool changed = std::memcmp(&before[r * 4], &after[r * 4], 4 * sizeof(float)) != 0;
+        (in_batch[static_cast<std::size_t>(r)] ? changed_present : changed_absent) += changed;
+    }
+    CHECK(changed_absent == 0);
+    CHECK(changed_present > 0);
+    model.fit(ds, {.epochs = 40, .verbose = 0});
+    CHECK(model.evaluate(ds).at("accuracy") >= 0.95);
 }

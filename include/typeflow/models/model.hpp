@@ -130,6 +130,10 @@ struct loss_list<per_output_t<L...>, M> {
 };
 template <class T>
 concept tuple_like = requires { std::tuple_size<std::remove_cvref_t<T>>::value; };
+template <class T>
+inline constexpr bool is_tensor_v = false;
+template <class T>
+inline constexpr bool is_tensor_v<tensor<T>> = true;
 // Item I of a dataset element's inputs or labels: a tensor, or a tuple of them.
 template <std::size_t I, class X>
 const auto& item(const X& x) {
@@ -158,10 +162,11 @@ template <class Model, class Loss, class Opt, class... Metrics>
 class compiled_model : public model_handle {
 public:
     using model_type = Model;
-    using value_type = typename Model::value_type;
-    using device = typename Model::device;
     using input_placeholders = std::remove_cvref_t<decltype(std::declval<const Model&>().input_placeholders())>;
     using outputs_type = decltype(std::declval<const Model&>().outputs(training));
+    /// The dtype and device of the (first) output: the learning rate's and the loss's.
+    using value_type = value_type_t<std::tuple_element_t<0, outputs_type>>;
+    using device = device_t<std::tuple_element_t<0, outputs_type>>;
     static constexpr std::size_t input_count = std::tuple_size_v<input_placeholders>;
     static constexpr std::size_t output_count = std::tuple_size_v<outputs_type>;
     using losses = detail::loss_list<Loss, output_count>;
@@ -271,7 +276,7 @@ public:
     /// The model's output for a batch of inputs (inference mode): a tensor,
     /// or a tuple of tensors for a model of several outputs.
     template <class X>
-        requires(!std::ranges::range<X> || std::is_same_v<X, tensor<value_type>>)
+        requires(detail::is_tensor_v<X> || detail::tuple_like<X>)
     auto predict(const X& x) {
         auto r = run_with_inputs(x, std::apply([](const auto&... o) { return fetch(o...); }, outputs()));
         if constexpr (output_count == 1) return std::move(std::get<0>(r));
@@ -280,10 +285,8 @@ public:
     /// The outputs for every element of ds (its inputs, or (inputs, labels)),
     /// stacked along the batch axis.
     template <class DS>
-        requires(std::ranges::range<DS> && !std::is_same_v<std::remove_cvref_t<DS>, tensor<value_type>>)
+        requires(!detail::is_tensor_v<std::remove_cvref_t<DS>> && !detail::tuple_like<DS>)
     auto predict(DS&& ds) {
-        using one = std::remove_cvref_t<decltype(std::get<0>(std::declval<const outputs_type&>()))>;
-        static_assert(output_count == 1 || sizeof(one) > 0, "");
         std::vector<tensor<value_type_t<output_t<0>>>> parts;
         index_t rows = 0;
         for (auto&& e : ds) {
@@ -370,7 +373,7 @@ private:
 
     template <class E>
     static const auto& input_of(const E& e) {
-        if constexpr (detail::tuple_like<E> && !std::is_same_v<E, tensor<value_type>>) {
+        if constexpr (detail::tuple_like<E> && !detail::is_tensor_v<E>) {
             if constexpr (input_count == 1 && std::tuple_size_v<E> == 1) return std::get<0>(e);
             else if constexpr (std::tuple_size_v<E> == 2 && input_count != 2) return std::get<0>(e);
             else return e;

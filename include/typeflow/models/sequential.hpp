@@ -61,6 +61,17 @@ constexpr auto layer_name() {
     }
 }
 
+// A bound layer's output dtype: its output_type, or T.
+template <class B, class T>
+struct output_type_of {
+    using type = T;
+};
+template <class B, class T>
+    requires requires { typename B::output_type; }
+struct output_type_of<B, T> {
+    using type = typename B::output_type;
+};
+
 // Binds the specs one after another, each to the previous output.
 template <class T, class D, class Names, dims In, std::size_t I, class Prev, class Done, class... Rest>
 struct chain {
@@ -81,7 +92,10 @@ struct chain<T, D, Names, In, I, Prev, meta::list<Done...>, L, Rest...> {
     template <bool F, int = 0>
     struct next_t {
         using bound = typename L::template bind<Names::template name<I>(), In, T, D>;
-        using type = chain<T, D, Names, bound::output, I + 1, L, meta::list<Done..., bound>, Rest...>;
+        // The next layer's dtype: this one's output dtype (an embedding's
+        // table) where it says, else the same.
+        using out_t = typename output_type_of<bound, T>::type;
+        using type = chain<out_t, D, Names, bound::output, I + 1, L, meta::list<Done..., bound>, Rest...>;
     };
     template <int Z>
     struct next_t<false, Z> {  // stop: one error, not one per following layer
