@@ -15,9 +15,11 @@
 
 #include <typeflow/layers/conv.hpp>
 #include <typeflow/layers/core.hpp>
+#include <typeflow/layers/dropout.hpp>
 #include <typeflow/layers/embedding.hpp>
 #include <typeflow/layers/layer.hpp>
 #include <typeflow/layers/merge.hpp>
+#include <typeflow/layers/normalization.hpp>
 #include <typeflow/layers/pooling.hpp>
 #include <typeflow/models/callbacks.hpp>
 #include <typeflow/models/functional.hpp>

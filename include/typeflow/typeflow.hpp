@@ -35,8 +35,10 @@
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/expr/ops/normalization.hpp>
 #include <typeflow/expr/ops/outputs.hpp>
 #include <typeflow/expr/ops/pool.hpp>
+#include <typeflow/expr/ops/random.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/expr/ops/reshape.hpp>
 #include <typeflow/expr/ops/to_device.hpp>
@@ -61,7 +63,9 @@
 #include <typeflow/backend/eigen/ops/linalg.hpp>
 #include <typeflow/backend/eigen/ops/matmul.hpp>
 #include <typeflow/backend/eigen/ops/nn.hpp>
+#include <typeflow/backend/eigen/ops/normalization.hpp>
 #include <typeflow/backend/eigen/ops/pool.hpp>
+#include <typeflow/backend/eigen/ops/random.hpp>
 #include <typeflow/backend/eigen/ops/reduce.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
 #include <typeflow/backend/reference/reference.hpp>

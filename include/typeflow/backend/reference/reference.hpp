@@ -10,6 +10,8 @@
 #include <typeflow/backend/reference/ops/linalg.hpp>
 #include <typeflow/backend/reference/ops/matmul.hpp>
 #include <typeflow/backend/reference/ops/nn.hpp>
+#include <typeflow/backend/reference/ops/normalization.hpp>
 #include <typeflow/backend/reference/ops/pool.hpp>
+#include <typeflow/backend/reference/ops/random.hpp>
 #include <typeflow/backend/reference/ops/reduce.hpp>
 #include <typeflow/backend/reference/ops/transpose.hpp>
