@@ -1,5 +1,8 @@
-// typeflow/backend/eigen/ops/conv.hpp — CPU conv2d and its backprop ops:
-// im2col into the kernel's workspace, then the GEMM of matmul.hpp.
+// typeflow/backend/eigen/ops/conv.hpp — CPU conv2d and its backprop ops.
+// Filters of few taps (K = KH * KW * C_in <= conv_direct_max_taps) take the
+// direct kernels of conv_direct.hpp; the others im2col into the kernel's
+// workspace, then the GEMM of matmul.hpp (benchmarks/conv_candidates.md).
+// Both give the same bits for every thread count.
 //
 // The im2col matrix of a convolution has one row per output position
 // (n, oh, ow) and one column per filter tap (kh, kw, ci), K = KH * KW * C_in
@@ -8,7 +11,7 @@
 // [N * OH * OW, C_out] (NHWC is that):
 //   conv2d:                 y   = col * w                  (matmul_run: split over threads)
 //   conv2d_backprop_input:  dcol = dy * w^T, then col2im adds dcol's taps into dx (threads over images)
-//   conv2d_backprop_filter: dw  = col^T * dy               (rows of col split over threads, partial sums added)
+//   conv2d_backprop_filter: dw  = col^T * dy               (matmul_run: blocks of dw split over threads)
 // The images are taken in chunks, so that the im2col matrix stays below
 // conv_col_cap elements. A 1x1 filter with stride 1 needs no im2col: x is col.
 #pragma once
@@ -16,6 +19,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include <typeflow/backend/eigen/ops/conv_direct.hpp>
 #include <typeflow/backend/eigen/ops/matmul.hpp>
 #include <typeflow/core/config.hpp>
 #include <typeflow/core/shape.hpp>
@@ -100,7 +104,7 @@ void col2im_images(const conv_geometry& g, const T* dcol, index_t i0, index_t i1
 }
 
 template <class T>
-void conv2d_forward(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* w, T* out, void* work) {
+void conv2d_forward_im2col(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* w, T* out, void* work) {
     const index_t per_image = g.oh * g.ow, K = conv_taps(g);
     const index_t out_elems = g.n * per_image * g.co;
     if (out_elems <= 0) return;
@@ -126,7 +130,7 @@ void conv2d_forward(const parallel_ctx& par, const conv_geometry& g, const T* x,
 }
 
 template <class T>
-void conv2d_input_grad(const parallel_ctx& par, const conv_geometry& g, const T* w, const T* dy, T* dx, void* work) {
+void conv2d_input_grad_im2col(const parallel_ctx& par, const conv_geometry& g, const T* w, const T* dy, T* dx, void* work) {
     const index_t per_image = g.oh * g.ow, K = conv_taps(g);
     const index_t dx_elems = g.n * g.h * g.w * g.c;
     if (dx_elems <= 0) return;
@@ -152,52 +156,79 @@ void conv2d_input_grad(const parallel_ctx& par, const conv_geometry& g, const T*
     }
 }
 
-/// Threads the filter gradient of a chunk of `rows` rows uses.
-inline index_t conv_filter_parts(const parallel_ctx& par, index_t rows, index_t K, index_t co) {
-    const index_t work = rows * K * co;
-    return std::clamp<index_t>(std::min<index_t>(par.threads, work / parallel_gemm_grain), 1, std::max<index_t>(rows, 1));
-}
-
 template <class T>
-void conv2d_filter_grad(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* dy, T* dw, void* work) {
+void conv2d_filter_grad_im2col(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* dy, T* dw, void* work) {
     const index_t per_image = g.oh * g.ow, K = conv_taps(g), co = g.co;
     const index_t dw_elems = K * co;
     if (dw_elems <= 0) return;
     std::fill(dw, dw + dw_elems, T(0));
     if (g.n * per_image <= 0) return;
     T* col = static_cast<T*>(work);
-    T* partial = col + conv_col_elements(g);  // one K x C_out block per part
+    T* partial = col + conv_col_elements(g);  // one chunk's K x C_out product
+    // dw_chunk = col^T dy: [K, rows] x [rows, C_out], split over the threads
+    // by matmul_run in blocks of dw (each element summed by one thread over
+    // all rows: the same result for every thread count); the chunks' products
+    // added in order
+    matmul_job j;
+    j.m = K;
+    j.n = co;
+    j.ta = true;
+    j.size = sizeof(T);
+    j.c = reinterpret_cast<unsigned char*>(partial);
     const index_t chunk = conv_chunk_images(g);
     for (index_t i0 = 0; i0 < g.n; i0 += chunk) {
-        const index_t images = std::min(chunk, g.n - i0), rows = images * per_image;
+        const index_t images = std::min(chunk, g.n - i0);
         const T* a = x + i0 * g.h * g.w * g.c;
         if (!conv_pointwise(g)) {
             im2col(par, g, a, images, col);
             a = col;
         }
-        const T* dyc = dy + i0 * per_image * co;
-        const index_t parts = conv_filter_parts(par, rows, K, co);
-        // dw_part = col[r0:r1]^T dy[r0:r1]: [K, rows] x [rows, C_out]
-        const auto part = [&](std::size_t t) {
-            const index_t r0 = rows * static_cast<index_t>(t) / parts, r1 = rows * static_cast<index_t>(t + 1) / parts;
-            gemm_ld<T, true, false>(K, co, r1 - r0, a + r0 * K, K, dyc + r0 * co, co, partial + static_cast<index_t>(t) * dw_elems, co);
-        };
-        par.for_each_task(static_cast<std::size_t>(parts), part);
-        for (index_t t = 0; t < parts; ++t) {
-            const T* p = partial + t * dw_elems;
-            for (index_t i = 0; i < dw_elems; ++i) dw[i] += p[i];
-        }
+        j.k = images * per_image;
+        j.a = reinterpret_cast<const unsigned char*>(a);
+        j.b = reinterpret_cast<const unsigned char*>(dy + i0 * per_image * co);
+        matmul_run(par, j, &gemm_erased<T, true, false>);
+        for (index_t i = 0; i < dw_elems; ++i) dw[i] += partial[i];
     }
 }
 
-/// Workspace of the forward and input-gradient kernels: one chunk's im2col matrix.
+/// Workspace of the im2col forward and input-gradient kernels: one chunk's im2col matrix.
 inline std::size_t conv_col_bytes(const conv_geometry& g) {
     return static_cast<std::size_t>(conv_col_elements(g)) * sizeof(double);  // the widest dtype the op accepts
 }
-/// Workspace of the filter-gradient kernel: the im2col matrix and a partial dw per thread.
-inline std::size_t conv_filter_bytes(const conv_geometry& g, int threads) {
-    const index_t partials = std::max(threads, 1) * g.kh * g.kw * g.c * g.co;
-    return static_cast<std::size_t>(conv_col_elements(g) + partials) * sizeof(double);
+/// Workspace of the im2col filter-gradient kernel: the im2col matrix and one chunk's dw.
+inline std::size_t conv_filter_bytes(const conv_geometry& g, int /*threads*/) {
+    return static_cast<std::size_t>(conv_col_elements(g) + g.kh * g.kw * g.c * g.co) * sizeof(double);
+}
+
+// The kernels: the direct ones (conv_direct.hpp) for few taps, im2col + GEMM
+// otherwise. Workspace sizes are the larger of float's and double's (the
+// kernels' struct does not know the dtype).
+template <class T>
+void conv2d_forward(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* w, T* out, void* work) {
+    if (conv_direct(g) && g.n * g.oh * g.ow * g.co > 0) return conv2d_forward_direct(par, g, x, w, out, work);
+    conv2d_forward_im2col(par, g, x, w, out, work);
+}
+template <class T>
+void conv2d_input_grad(const parallel_ctx& par, const conv_geometry& g, const T* w, const T* dy, T* dx, void* work) {
+    if (conv_direct(g) && g.n * g.h * g.w > 0 && g.oh * g.ow * g.co > 0) return conv2d_input_grad_direct(par, g, w, dy, dx, work);
+    conv2d_input_grad_im2col(par, g, w, dy, dx, work);
+}
+template <class T>
+void conv2d_filter_grad(const parallel_ctx& par, const conv_geometry& g, const T* x, const T* dy, T* dw, void* work) {
+    if (conv_direct(g) && g.co > 0 && g.n * g.oh * g.ow > 0) return conv2d_filter_grad_direct(par, g, x, dy, dw, work);
+    conv2d_filter_grad_im2col(par, g, x, dy, dw, work);
+}
+inline std::size_t conv_forward_bytes(const conv_geometry& g, int threads) {
+    if (conv_direct(g)) return std::max(conv_direct_forward_bytes<float>(g, threads), conv_direct_forward_bytes<double>(g, threads));
+    return conv_col_bytes(g);
+}
+inline std::size_t conv_input_bytes(const conv_geometry& g, int threads) {
+    if (conv_direct(g)) return std::max(conv_direct_input_bytes<float>(g, threads), conv_direct_input_bytes<double>(g, threads));
+    return conv_col_bytes(g);
+}
+inline std::size_t conv_filter_grad_bytes(const conv_geometry& g, int threads) {
+    if (conv_direct(g)) return std::max(conv_direct_filter_bytes<float>(g, threads), conv_direct_filter_bytes<double>(g, threads));
+    return conv_filter_bytes(g, threads);
 }
 
 }  // namespace typeflow::backend::eigen::detail
@@ -209,7 +240,7 @@ struct kernel<cpu, op::conv2d<SH, SW, Pad, DH, DW>> {
     using Op = op::conv2d<SH, SW, Pad, DH, DW>;
     template <class Ctx>
     static std::size_t workspace_bytes(const Ctx& ctx) {
-        return backend::eigen::detail::conv_col_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]));
+        return backend::eigen::detail::conv_forward_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]), ctx.par.threads);
     }
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
@@ -224,7 +255,7 @@ struct kernel<cpu, op::conv2d_backprop_input<SH, SW, Pad, DH, DW>> {
     using Op = op::conv2d_backprop_input<SH, SW, Pad, DH, DW>;
     template <class Ctx>
     static std::size_t workspace_bytes(const Ctx& ctx) {
-        return backend::eigen::detail::conv_col_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]));
+        return backend::eigen::detail::conv_input_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]), ctx.par.threads);
     }
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* dx) {
@@ -239,7 +270,7 @@ struct kernel<cpu, op::conv2d_backprop_filter<SH, SW, Pad, DH, DW>> {
     using Op = op::conv2d_backprop_filter<SH, SW, Pad, DH, DW>;
     template <class Ctx>
     static std::size_t workspace_bytes(const Ctx& ctx) {
-        return backend::eigen::detail::conv_filter_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]), ctx.par.threads);
+        return backend::eigen::detail::conv_filter_grad_bytes(Op::geometry(*ctx.in_dims[0], *ctx.in_dims[1]), ctx.par.threads);
     }
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* dw) {

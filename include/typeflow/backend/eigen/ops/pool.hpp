@@ -115,11 +115,85 @@ template <index_t N, class O, class T>
 inline constexpr bool pool_vector_block = false;
 #endif
 
+// Fast paths for windows inside the input (count() == kh * kw) and channels
+// in whole SIMD vectors (c % pool_vec<T>::L == 0): each vector of channels
+// is taken through the whole window in registers, with the generic paths'
+// arithmetic in the generic paths' order (the same results, bit for bit).
+#ifdef TYPEFLOW_POOL_VECTORS
+/// True when the fast paths take the channels of c.
+template <class T>
+inline bool pool_fast_channels(index_t c) {
+    return c > 0 && c % static_cast<index_t>(pool_vec<T>::L) == 0;
+}
+/// Forward max or average of one full window (first: its first element; rows
+/// `row` elements apart) into o.
+template <bool Max, class T>
+inline void pool_forward_full(const T* __restrict first, index_t kh, index_t kw, index_t row, index_t c, T* __restrict o) {
+    using pv = pool_vec<T>;
+    constexpr index_t L = static_cast<index_t>(pv::L);
+    const typename pv::V count = typename pv::V{} + static_cast<T>(kh * kw);
+    for (index_t c0 = 0; c0 < c; c0 += L) {
+        typename pv::V acc;
+        pv::load(acc, first + c0);
+        for (index_t a = 0; a < kh; ++a)
+            for (index_t b = a == 0 ? 1 : 0; b < kw; ++b) {
+                typename pv::V v;
+                pv::load(v, first + a * row + b * c + c0);
+                if constexpr (Max) pv::blend(acc, v > acc, v, acc);
+                else acc += v;
+            }
+        if constexpr (!Max) acc /= count;
+        pv::store(o + c0, acc);
+    }
+}
+/// Max pooling gradient of one full window: the element of first (x) ... its
+/// first largest element in row-major order gets s's value, the others 0
+/// (stored, or added when !Store) at d (dx, the window's first element).
+template <bool Store, class T>
+inline void pool_route_full(const T* __restrict first, const T* __restrict s, index_t kh, index_t kw, index_t row, index_t c,
+                            T* __restrict d) {
+    using pv = pool_vec<T>;
+    constexpr index_t L = static_cast<index_t>(pv::L);
+    const typename pv::V zero{};
+    for (index_t c0 = 0; c0 < c; c0 += L) {
+        typename pv::V best, where{}, j{};
+        pv::load(best, first + c0);
+        for (index_t a = 0; a < kh; ++a)
+            for (index_t b = a == 0 ? 1 : 0; b < kw; ++b) {
+                j += static_cast<T>(1);
+                typename pv::V v;
+                pv::load(v, first + a * row + b * c + c0);
+                const typename pv::M gt = v > best;
+                pv::blend(where, gt, j, where);
+                pv::blend(best, gt, v, best);
+            }
+        typename pv::V sv;
+        pv::load(sv, s + c0);
+        j = zero;
+        for (index_t a = 0; a < kh; ++a)
+            for (index_t b = 0; b < kw; ++b, j += static_cast<T>(1)) {
+                typename pv::V r;
+                pv::blend(r, where == j, sv, zero);
+                T* dst = d + a * row + b * c + c0;
+                if constexpr (!Store) {
+                    typename pv::V old;
+                    pv::load(old, dst);
+                    r += old;
+                }
+                pv::store(dst, r);
+            }
+    }
+}
+#endif
+
 /// Forward max or average pooling of output rows [r0, r1) (row r: image
 /// r / oh, output row r % oh).
 template <bool Max, class T>
 void pool_forward_rows(const pool_geometry& g, const T* x, T* y, index_t r0, index_t r1) {
     const index_t c = g.c;
+#ifdef TYPEFLOW_POOL_VECTORS
+    const bool fast = pool_fast_channels<T>(c);
+#endif
     for (index_t r = r0; r < r1; ++r) {
         const T* xi = x + (r / g.oh) * g.h * g.w * c;
         for (index_t ow = 0; ow < g.ow; ++ow) {
@@ -129,6 +203,12 @@ void pool_forward_rows(const pool_geometry& g, const T* x, T* y, index_t r0, ind
                 std::fill(o, o + c, T(0));
                 continue;
             }
+#ifdef TYPEFLOW_POOL_VECTORS
+            if (fast && win.count() == g.kh * g.kw) {
+                pool_forward_full<Max>(xi + (win.h0 * g.w + win.w0) * c, g.kh, g.kw, g.w * c, c, o);
+                continue;
+            }
+#endif
             std::memcpy(o, xi + (win.h0 * g.w + win.w0) * c, static_cast<std::size_t>(c) * sizeof(T));
             for (index_t ih = win.h0; ih < win.h1; ++ih)
                 for (index_t iw = ih == win.h0 ? win.w0 + 1 : win.w0; iw < win.w1; ++iw) {
@@ -308,8 +388,15 @@ inline void pool_pick(T* __restrict o, const T* __restrict s, const O* __restric
 
 template <class O, class T>
 void max_pool_grad(const parallel_ctx& par, const pool_geometry& g, const T* x, const T* dy, T* dx) {
+#ifdef TYPEFLOW_POOL_VECTORS
+    const bool fast = std::is_same_v<O, T> && pool_fast_channels<T>(g.c);
+#endif
     pool_backward(par, g, dx, [&](auto store, index_t image, index_t o, const pool_window& win) {
         const index_t first = image + (win.h0 * g.w + win.w0) * g.c;
+#ifdef TYPEFLOW_POOL_VECTORS
+        if (fast && win.count() == g.kh * g.kw)
+            return pool_route_full<decltype(store)::value>(x + first, dy + o, g.kh, g.kw, g.w * g.c, g.c, dx + first);
+#endif
         pool_channel_blocks<T>(g.c, [&](auto block, index_t c0, index_t n) {
             constexpr index_t N = decltype(block)::value;
             O at[pool_lanes<T>];
