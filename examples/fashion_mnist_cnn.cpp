@@ -9,7 +9,7 @@
 // our own; then the last checkpoint is loaded into a fresh model and
 // evaluated on the test images.
 //
-//   fashion_mnist_cnn [epochs (2)] [output directory (./fashion_mnist_cnn)]
+//   fashion_mnist_cnn [epochs (2)] [output directory (./fashion_mnist_cnn_output)]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,7 +38,7 @@ struct print_lr : tf::models::callback {
 
 int main(int argc, char** argv) {
     const int epochs = argc > 1 ? std::atoi(argv[1]) : 2;
-    const std::string out = argc > 2 ? argv[2] : "fashion_mnist_cnn";
+    const std::string out = argc > 2 ? argv[2] : "fashion_mnist_cnn_output";
     if (!tf::data::fashion_mnist_available()) {
         std::fprintf(stderr, "Fashion-MNIST is not in %s: apt-get install dataset-fashion-mnist\n",
                      tf::data::fashion_mnist_dir);
