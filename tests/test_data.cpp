@@ -115,7 +115,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Sources and iteration
 // ---------------------------------------------------------------------------
 
-TEST_CASE("data: from_tensors slices along the first axis; every loop is a new pass", "[data]") {
+TEST_CASE("data: from_tensors slices along the first axis, every loop is a new pass", "[data]") {
     auto ds = small_images(5);
     static_assert(std::is_same_v<decltype(ds)::element_type, std::tuple<tf::tensor<float>, tf::tensor<i32>>>);
     static_assert(std::input_iterator<decltype(ds)::iterator>);
@@ -187,7 +187,7 @@ TEST_CASE("data: map takes the element or its components and may change the elem
     CHECK(labels == std::vector<i32>{0, 1, 2, 3});
 }
 
-TEST_CASE("data: filter keeps the elements its predicate accepts; cardinality becomes unknown", "[data]") {
+TEST_CASE("data: filter keeps the elements its predicate accepts, cardinality becomes unknown", "[data]") {
     auto even = data::range(10).filter([](const tf::tensor<i64>& x) { return x.item() % 2 == 0; });
     CHECK(values(even) == std::vector<i64>{0, 2, 4, 6, 8});
     CHECK(even.cardinality() == data::unknown_cardinality);
@@ -297,7 +297,7 @@ TEST_CASE("data: shuffle of stored elements (by index) gives the order of shuffl
 // batch, repeat, take, skip, cardinality
 // ---------------------------------------------------------------------------
 
-TEST_CASE("data: batch stacks elements; the last batch is partial unless dropped", "[data][batch]") {
+TEST_CASE("data: batch stacks elements, the last batch is partial unless dropped", "[data][batch]") {
     auto ds = small_images(10);
     for (bool drop : {false, true}) {
         INFO("drop_remainder " << drop);

@@ -117,7 +117,7 @@ TEST_CASE("io: crc32c matches the iSCSI (RFC 3720) check values and a bitwise re
         CHECK(tf::io::unmask_crc(tf::io::mask_crc(v)) == v);
 }
 
-TEST_CASE("io checkpoint: every dtype round-trips bit for bit; JSON and binary give the same values", "[io][checkpoint]") {
+TEST_CASE("io checkpoint: every dtype round-trips bit for bit, JSON and binary give the same values", "[io][checkpoint]") {
     iotest::temp_dir dir;
     all_dtypes m;
     m.fill(3);
@@ -193,7 +193,7 @@ TEST_CASE("io checkpoint: tensors with dyn-bound extents round-trip and are chec
     }
 }
 
-TEST_CASE("io checkpoint: a saver built from a train op holds the optimizer slots; names must be unique", "[io][checkpoint]") {
+TEST_CASE("io checkpoint: a saver built from a train op holds the optimizer slots, names must be unique", "[io][checkpoint]") {
     tf::placeholder<"x", double, tf::shape<tf::dyn, 2>> x;
     tf::variable<"W", double, tf::shape<2, 1>> W;
     tf::variable<"b", double, tf::shape<1>> b;
@@ -212,7 +212,7 @@ TEST_CASE("io checkpoint: a saver built from a train op holds the optimizer slot
     CHECK_THAT(msg, Catch::Contains("'W'"));
 }
 
-TEST_CASE("io checkpoint: bad input gives one error naming the file and the variable; variables stay untouched", "[io][checkpoint]") {
+TEST_CASE("io checkpoint: bad input gives one error naming the file and the variable, variables stay untouched", "[io][checkpoint]") {
     iotest::temp_dir dir;
     all_dtypes m;
     m.fill(1);
@@ -357,7 +357,7 @@ TEST_CASE("io checkpoint: bad input gives one error naming the file and the vari
     CHECK(snapshot(ref).equals(m));
 }
 
-TEST_CASE("io checkpoint: sharded save writes one file per shard and an index; restore reads them back", "[io][checkpoint]") {
+TEST_CASE("io checkpoint: sharded save writes one file per shard and an index, restore reads them back", "[io][checkpoint]") {
     iotest::temp_dir dir;
     all_dtypes m;
     m.fill(2);
@@ -419,7 +419,7 @@ TEST_CASE("io checkpoint: sharded save writes one file per shard and an index; r
     CHECK(saved.equals(m));
 }
 
-TEST_CASE("io checkpoint: save keeps the last N; latest_checkpoint skips incomplete files", "[io][checkpoint]") {
+TEST_CASE("io checkpoint: save keeps the last N, latest_checkpoint skips incomplete files", "[io][checkpoint]") {
     iotest::temp_dir dir;
     tf::variable<"v", std::int64_t, tf::shape<3>> v;
     tf::io::saver s({.max_to_keep = 3}, v);

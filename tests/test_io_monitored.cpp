@@ -134,7 +134,7 @@ TEST_CASE("monitored_session: resuming from a checkpoint equals an uninterrupted
     CHECK(state_of(tf::io::saver(ctrain)) != want);
 }
 
-TEST_CASE("monitored_session: saves every N steps, every T seconds and at a clean exit; restores at start", "[io][monitored]") {
+TEST_CASE("monitored_session: saves every N steps, every T seconds and at a clean exit, restores at start", "[io][monitored]") {
     iotest::temp_dir dir;
     const auto steps_in = [](const std::string& d) {
         std::vector<std::int64_t> s;

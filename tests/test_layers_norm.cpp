@@ -265,7 +265,7 @@ TEMPLATE_TEST_CASE("layers: layer_norm normalises each example over its last axi
     CHECK(bad == 0);
 }
 
-TEMPLATE_TEST_CASE("layers: dropout drops in training only; each layer of a model draws its own masks", "[layers][dropout]",
+TEMPLATE_TEST_CASE("layers: dropout drops in training only, each layer of a model draws its own masks", "[layers][dropout]",
                    tf::cpu, tf::reference) {
     using D = TestType;
     constexpr tf::dims in{tf::dyn, 500};
@@ -307,7 +307,7 @@ TEMPLATE_TEST_CASE("layers: dropout drops in training only; each layer of a mode
     CHECK(equal(as_vector(s.run(d0(x, tf::inference), tf::feed(x, tx))), as_vector(tx)));
 }
 
-TEST_CASE("layers: a CNN with batch_norm and dropout learns the 8x8 digits; inference is deterministic; moving "
+TEST_CASE("layers: a CNN with batch_norm and dropout learns the 8x8 digits, inference is deterministic, moving "
           "statistics are saved and loaded",
           "[layers][norm][model]") {
     const auto train = digits(false, 32), test = digits(true, 72);

@@ -151,7 +151,7 @@ TEST_CASE("models: a sequential model computes what naive loops over its variabl
     CHECK(m.layer<2>().bias.value()[3] == 7.0f);
 }
 
-TEST_CASE("models: the sequential CNN learns the 8x8 digits; weights save and load bit-exactly") {
+TEST_CASE("models: the sequential CNN learns the 8x8 digits, weights save and load bit-exactly") {
     const auto train = digits(false, 32), test = digits(true, 64);
     auto model = digits_cnn{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.01}, tf::metrics::accuracy{});
     model.set_threads(2);
@@ -196,7 +196,7 @@ TEST_CASE("models: the sequential CNN learns the 8x8 digits; weights save and lo
     CHECK_THROWS_WITH(fresh.load_weights(dir / "missing.tfckpt"), Catch::Contains("missing.tfckpt"));
 }
 
-TEST_CASE("models: predict over a dataset stacks the batches; evaluate weights batches by size") {
+TEST_CASE("models: predict over a dataset stacks the batches, evaluate weights batches by size") {
     const auto test = digits(true, 100);  // batches of 100, 100, 100, 60
     auto model = digits_cnn{}.compile(ce{}, tf::optimizers::sgd{}, tf::metrics::accuracy{});
     const tf::tensor<float> all = model.predict(test);
@@ -209,7 +209,7 @@ TEST_CASE("models: predict over a dataset stacks the batches; evaluate weights b
     CHECK(model.evaluate(test).at("loss") == Approx(loss / 360).epsilon(1e-6));
 }
 
-TEST_CASE("models: callbacks see every hook in order; schedulers, early stopping, checkpoints and logs work") {
+TEST_CASE("models: callbacks see every hook in order, schedulers, early stopping, checkpoints and logs work") {
     const auto train = digits(false, 32, 10), val = digits(true, 80, 2);
     auto model = digits_cnn{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.005}, tf::metrics::accuracy{});
     iotest::temp_dir dir;
@@ -407,7 +407,7 @@ TEST_CASE("models: a custom training loop with the model, tf::grad-based apply_g
     CHECK(acc >= 0.9);  // 0.922 here after 4 epochs
 }
 
-TEST_CASE("models: a sequential model of int32 ids through an embedding trains; a step touches only the batch's rows") {
+TEST_CASE("models: a sequential model of int32 ids through an embedding trains, a step touches only the batch's rows") {
     // Sequences of 6 ids in [0, 50); the label is whether id 7 occurs.
     using text = tf::models::sequential<L::input<std::int32_t, 6>, L::embedding<50, 4>, L::flatten, L::dense<2>>;
     static_assert(text::params == 50 * 4 + (24 * 2 + 2));

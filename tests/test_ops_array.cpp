@@ -307,7 +307,7 @@ TEMPLATE_TEST_CASE("slice: begin and size per axis, -1 to the end, empty boxes, 
     expect_nd("slice<9>(v): empty at the end", v9, ref_slice(V, {9}, {-1}));
 }
 
-TEMPLATE_TEST_CASE("slice: int dtype; a dyn batch across runs (including 0); a box outside a dyn extent is a run-time error",
+TEMPLATE_TEST_CASE("slice: int dtype, a dyn batch across runs (including 0), a box outside a dyn extent is a run-time error",
                    "[ops][array][slice][dyn]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::placeholder<"x", std::int64_t, shape<dyn, 6>, D> x;
@@ -364,7 +364,7 @@ TEMPLATE_TEST_CASE("split: equal parts and sizes, negative axes, zero-size parts
     }
 }
 
-TEMPLATE_TEST_CASE("split: int dtype on a dyn axis across runs (including 0); parts that do not fit are run-time errors",
+TEMPLATE_TEST_CASE("split: int dtype on a dyn axis across runs (including 0), parts that do not fit are run-time errors",
                    "[ops][array][split][dyn]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::placeholder<"x", std::int32_t, shape<dyn, 2>, D> x;
@@ -429,7 +429,7 @@ TEMPLATE_TEST_CASE("stack and unstack: first, middle and last axes, negative axe
     expect_values("unstack<-1>(a) 2", y2, ext_t{2}, {A.v[2], A.v[5]});
 }
 
-TEMPLATE_TEST_CASE("stack: a dyn batch across runs (including 0); shapes that differ at run time are an error",
+TEMPLATE_TEST_CASE("stack: a dyn batch across runs (including 0), shapes that differ at run time are an error",
                    "[ops][array][stack][dyn]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::placeholder<"x", float, shape<dyn, 3>, D> x;
@@ -499,7 +499,7 @@ TEMPLATE_TEST_CASE("pad: REFLECT and SYMMETRIC, the largest paddings they allow"
     expect_nd("symmetric t", v5, ref_pad(T, {{0, 2}, {3, 1}, {0, 5}}, mode::symmetric));
 }
 
-TEMPLATE_TEST_CASE("pad: a dyn batch across runs (including 0); REFLECT paddings too large for a dyn extent are a run-time error",
+TEMPLATE_TEST_CASE("pad: a dyn batch across runs (including 0), REFLECT paddings too large for a dyn extent are a run-time error",
                    "[ops][array][pad][dyn]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::placeholder<"x", float, shape<dyn, 3>, D> x;

@@ -118,7 +118,7 @@ TEMPLATE_TEST_CASE("dropout: about rate of the elements are dropped, the kept on
     CHECK(std::abs(check_dropped(txd, yd, md, 0.2) - 0.2) < 5 * std::sqrt(0.16 / 90000));
 }
 
-TEMPLATE_TEST_CASE("dropout: each run draws a new mask; a new session draws the same sequence again", "[ops][dropout]",
+TEMPLATE_TEST_CASE("dropout: each run draws a new mask, a new session draws the same sequence again", "[ops][dropout]",
                    tf::cpu, tf::reference) {
     using D = TestType;
     rng_t r(2);
@@ -175,7 +175,7 @@ TEST_CASE("dropout: the masks are equal on both devices and for every thread cou
                 as_vector(sc.run(tf::dropout_mask(xc, 0.3f, 17), tf::feed(xc, tx)))));
 }
 
-TEMPLATE_TEST_CASE("dropout: rate 0 is the identity; a rate below 0 or from 1 up is a tf::error", "[ops][dropout]", tf::cpu,
+TEMPLATE_TEST_CASE("dropout: rate 0 is the identity, a rate below 0 or from 1 up is a tf::error", "[ops][dropout]", tf::cpu,
                    tf::reference) {
     using D = TestType;
     rng_t r(4);

@@ -192,7 +192,7 @@ void distinct_values(V& v, std::uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("pooling: output extents; strides default to the window, padding to VALID", "[ops][pool]") {
+TEST_CASE("pooling: output extents, strides default to the window, padding to VALID", "[ops][pool]") {
     tf::placeholder<"x", float, shape<tf::dyn, 26, 26, 32>> x;
     tf::placeholder<"m", float, shape<tf::dyn, 28, 28, 1>> m;
     STATIC_REQUIRE(std::is_same_v<tf::shape_t<decltype(tf::max_pool2d<2, 2>(x))>, shape<tf::dyn, 13, 13, 32>>);

@@ -225,7 +225,7 @@ void check_reduction(const tf::tensor<double>& X, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("threads: reductions over all, some axes, keepdims; sum, mean, max, min, prod", "[threads][reduce]") {
+TEST_CASE("threads: reductions over all, some axes, keepdims, sum, mean, max, min, prod", "[threads][reduce]") {
     rng_t r(13);
     const auto X = random<double>(r, {61, 50, 47});              // 143,350 elements: up to 4 parts
     const auto P = random<double>(r, {61, 50, 47}, 0.999, 1.001);  // products stay in range
@@ -325,7 +325,7 @@ TEST_CASE("threads: fused element-wise regions with broadcasting (gathered opera
     }
 }
 
-TEST_CASE("threads: an error thrown in a worker thread reaches the caller; the session stays usable",
+TEST_CASE("threads: an error thrown in a worker thread reaches the caller, the session stays usable",
           "[threads][error]") {
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>> y;
     const long n = 100000;
