@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "grad_check.hpp"
+#include "digits.hpp"
 #include "io_support.hpp"
 #include "support.hpp"
 
@@ -50,37 +51,7 @@ static_assert(!L::batch_norm<>::accepts(tf::dims{tf::dyn}) && !L::layer_norm<>::
 using ce = tf::losses::sparse_categorical_crossentropy<tf::losses::from_logits>;
 using batch = std::pair<tf::tensor<float>, tf::tensor<std::int32_t>>;
 
-// The 8x8 digits (tests/data/digits.csv, as tests/test_models.cpp reads them):
-// pixels / 16 in batches of `size`; every fifth row is the test split.
-std::vector<batch> digits(bool test_split, int size) {
-    std::ifstream f(TYPEFLOW_TEST_DATA_DIR "/digits.csv");
-    REQUIRE(f.good());
-    std::vector<std::vector<int>> rows;
-    std::string line;
-    int index = 0;
-    while (std::getline(f, line)) {
-        std::vector<int> r;
-        std::stringstream ss(line);
-        std::string cell;
-        while (std::getline(ss, cell, ',')) r.push_back(std::stoi(cell));
-        REQUIRE(r.size() == 65);
-        if ((index++ % 5 == 0) == test_split) rows.push_back(r);
-    }
-    REQUIRE(index == 1797);
-    std::vector<batch> out;
-    const int total = static_cast<int>(rows.size());
-    for (int b = 0; b < total; b += size) {
-        const int n = std::min(size, total - b);
-        tf::tensor<float> x({n, 8, 8, 1});
-        tf::tensor<std::int32_t> y({n});
-        for (int i = 0; i < n; ++i) {
-            for (int p = 0; p < 64; ++p) x[i * 64 + p] = static_cast<float>(rows[b + i][p]) / 16.0f;
-            y[i] = rows[b + i][64];
-        }
-        out.emplace_back(std::move(x), std::move(y));
-    }
-    return out;
-}
+using tftest::digits;
 
 template <class T>
 std::vector<double> as_vector(const tf::tensor<T>& t) {

@@ -5,6 +5,7 @@
 // and the progress output.
 #include <catch2/catch.hpp>
 
+#include "digits.hpp"
 #include "io_support.hpp"
 
 #include <typeflow/models.hpp>
@@ -34,38 +35,7 @@ static_assert(std::tuple_element_t<1, digits_cnn::layers_type>::output == tf::di
 using ce = tf::losses::sparse_categorical_crossentropy<tf::losses::from_logits>;
 using batch = std::pair<tf::tensor<float>, tf::tensor<std::int32_t>>;
 
-// The 8x8 digits (tests/data/digits.csv): pixels / 16, in batches of `size`.
-// Every fifth row (0, 5, 10, ...; 360 rows) is the test split, the others
-// (1437) the training split; `limit` keeps the first batches only.
-std::vector<batch> digits(bool test_split, int size, std::size_t limit = 1000) {
-    std::ifstream f(TYPEFLOW_TEST_DATA_DIR "/digits.csv");
-    REQUIRE(f.good());
-    std::vector<std::vector<int>> rows;
-    std::string line;
-    int index = 0;
-    while (std::getline(f, line)) {
-        std::vector<int> r;
-        std::stringstream ss(line);
-        std::string cell;
-        while (std::getline(ss, cell, ',')) r.push_back(std::stoi(cell));
-        REQUIRE(r.size() == 65);
-        if ((index++ % 5 == 0) == test_split) rows.push_back(r);
-    }
-    REQUIRE(index == 1797);
-    std::vector<batch> out;
-    const int total = static_cast<int>(rows.size());
-    for (int b = 0; b < total && out.size() < limit; b += size) {
-        const int n = std::min(size, total - b);
-        tf::tensor<float> x({n, 8, 8, 1});
-        tf::tensor<std::int32_t> y({n});
-        for (int i = 0; i < n; ++i) {
-            for (int p = 0; p < 64; ++p) x[i * 64 + p] = static_cast<float>(rows[b + i][p]) / 16.0f;
-            y[i] = rows[b + i][64];
-        }
-        out.emplace_back(std::move(x), std::move(y));
-    }
-    return out;
-}
+using tftest::digits;
 
 // digits_cnn's logits for x, computed by naive loops in double from the variables.
 std::vector<double> naive_logits(const digits_cnn& m, const tf::tensor<float>& x) {
