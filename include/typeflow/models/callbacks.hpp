@@ -118,9 +118,7 @@ public:
     explicit progress_bar(std::FILE* out, int verbose, std::int64_t steps) : out_(out), verbose_(verbose), steps_(steps) {
         if (verbose_ < 0) verbose_ = ::isatty(::fileno(out_)) ? 1 : 2;
     }
-    void on_train_begin(logs&) override {}
     void on_epoch_begin(int epoch, logs&) override {
-        epochs_seen_ = epoch;
         start_ = clock::now();
         last_draw_ = {};
         seen_ = 0;
@@ -200,7 +198,7 @@ private:
     int verbose_;
     std::int64_t steps_;
     std::int64_t seen_ = 0;
-    int total_epochs_ = 0, epochs_seen_ = 0;
+    int total_epochs_ = 0;
     clock::time_point start_{}, last_draw_{};
 };
 
