@@ -415,3 +415,16 @@ TEST_CASE("models: a sequential model of int32 ids through an embedding trains, 
     model.fit(ds, {.epochs = 40, .verbose = 0});
     CHECK(model.evaluate(ds).at("accuracy") >= 0.95);
 }
+
+TEST_CASE("models: a batch of the wrong shape is a tf::error naming the input, and the weights stay as they were") {
+    auto model = digits_cnn{}.compile(ce{}, tf::optimizers::adam{}, tf::metrics::accuracy{});
+    const tf::tensor<float> before = model.model().layer<2>().kernel.value().clone();
+    std::vector<batch> bad;
+    bad.emplace_back(tf::tensor<float>({4, 8, 7, 1}), tf::tensor<std::int32_t>({4}));
+    CHECK_THROWS_WITH(model.fit(bad, {.epochs = 1, .verbose = 0}), Catch::Contains("'input'") && Catch::Contains("[4,8,7,1]"));
+    std::vector<batch> bad_labels;
+    bad_labels.emplace_back(tf::tensor<float>({4, 8, 8, 1}), tf::tensor<std::int32_t>({3}));
+    CHECK_THROWS_AS(model.fit(bad_labels, {.epochs = 1, .verbose = 0}), tf::error);
+    CHECK(iotest::same_bits(before, model.model().layer<2>().kernel.value()));
+    CHECK(model.iterations() == 0);  // no step ran
+}
