@@ -15,7 +15,8 @@
 #    benchmarks/compile/mlp_train_typeflow.cpp (model, minimize, 5 steps) against
 #    mlp_train_eigen.cpp (the step written by hand). Same budget (issue 3).
 # 1d. compile_cnn: examples/fashion_mnist_cnn.cpp against the training
-#    program of 1b (CNN_ONLY=1: this alone); budget 1.5x (ratio <= 1.5).
+#    program of 1b (CNN_ONLY=1: this alone); budget 1.5x (ratio <= 1.5); then
+#    both with separate compilation (compile_cnn_sep, compile_models_src).
 # 1c. separate compilation: the same two typeflow programs built the way a
 #    project that cares about build time builds them: TYPEFLOW_SEPARATE_COMPILATION
 #    and typeflow's plain runtime code compiled once in its own file
@@ -154,6 +155,30 @@ awk -v c="${CPU[cnn_example]}" -v m="${CPU[mlp_train_typeflow]}" \
     'BEGIN { printf "compile_cnn typeflow=%.2f mlp_train=%.2f ratio=%.3f\n", c, m, c / m }'
 awk -v c="${PEAK[cnn_example]}" -v m="${PEAK[mlp_train_typeflow]}" \
     'BEGIN { printf "compile_cnn_peak typeflow=%d mlp_train=%d ratio=%.3f\n", c, m, c / m }'
+# The same two programs built with separate compilation (section 1c): the
+# CNN links the object of typeflow/models/src.hpp (runtime, io, callbacks),
+# the MLP that of typeflow/src.hpp; each object compiled once, shown on its own.
+#   compile_models_src seconds=<s> peak_mb=<MB>
+#   compile_cnn_sep typeflow=<s> mlp_train=<s> ratio=<cnn/mlp_train>
+printf '#include <typeflow/src.hpp>\n' >"$work/typeflow_src.cpp"
+printf '#include <typeflow/src.hpp>\n#include <typeflow/io/src.hpp>\n#include <typeflow/models/src.hpp>\n' >"$work/models_src.cpp"
+SRC[typeflow_src]="$work/typeflow_src.cpp"
+XARGS[typeflow_src]="-DTYPEFLOW_SEPARATE_COMPILATION -c"
+SRC[models_src]="$work/models_src.cpp"
+XARGS[models_src]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB -c"
+measure typeflow_src models_src
+cp "$work/typeflow_src.bin" "$work/typeflow_src.o"
+cp "$work/models_src.bin" "$work/models_src.o"
+echo "compile_models_src seconds=${CPU[models_src]} peak_mb=${PEAK[models_src]}"
+SRC[cnn_sep]="$root/examples/fashion_mnist_cnn.cpp"
+XARGS[cnn_sep]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB $work/models_src.o -lz"
+SRC[mlp_train_sep]="$here/compile/mlp_train_typeflow.cpp"
+XARGS[mlp_train_sep]="-DTYPEFLOW_SEPARATE_COMPILATION $work/typeflow_src.o"
+measure cnn_sep mlp_train_sep
+awk -v c="${CPU[cnn_sep]}" -v m="${CPU[mlp_train_sep]}" \
+    'BEGIN { printf "compile_cnn_sep typeflow=%.2f mlp_train=%.2f ratio=%.3f\n", c, m, c / m }'
+awk -v c="${PEAK[cnn_sep]}" -v m="${PEAK[mlp_train_sep]}" \
+    'BEGIN { printf "compile_cnn_sep_peak typeflow=%d mlp_train=%d ratio=%.3f\n", c, m, c / m }'
 [[ -n "${CNN_ONLY:-}" ]] && exit 0
 
 # ---- 1. the MLP, typeflow vs Eigen -------------------------------------------

@@ -20,7 +20,7 @@ PACKAGES=(
   libssl-dev        # HMAC-SHA256 (libcrypto) for the handshake
   libcereal-dev     # control messages
   rapidjson-dev     # cluster spec parsing
-  clang             # libFuzzer target of the frame parser and handshake
+  clang             # libFuzzer targets (frame parser, checkpoints, event files, cluster specs)
   libgloo-dev       # benchmark peer: Gloo's ring all-reduce
   libopenmpi-dev    # benchmark peer: Open MPI over TCP
   openmpi-bin

@@ -3,13 +3,21 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 using namespace typeflow::dist;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 namespace {
 const char* good = R"({"cluster": {"chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:5001", "localhost:5002"],
@@ -84,7 +92,7 @@ TEST_CASE("malformed specs give errors naming the source and field") {
         {R"({"cluster": {"worker": ["h:65536"]}, "task": {"type": "worker", "index": 0}})", "port out of range"},
         {R"({"cluster": {"worker": ["h:8x"]}, "task": {"type": "worker", "index": 0}})", "port is not a number"},
         {R"({"cluster": {"worker": ["::1:80"]}, "task": {"type": "worker", "index": 0}})", "IPv6 host must be in brackets"},
-        {R"({"cluster": {"worker": ["h:1", "h:1"]}, "task": {"type": "worker", "index": 0}})", "address h:1 is used by two tasks (second: worker:1)"},
+        {R"({"cluster": {"worker": ["h:1", "h:1"]}, "task": {"type": "worker", "index": 0}})", "address h:1 is used by two tasks: worker:0 (cluster.worker[0] \"h:1\") and worker:1 (cluster.worker[1] \"h:1\")"},
         {R"({"cluster": {"chief": ["h:1", "h:2"]}, "task": {"type": "chief", "index": 0}})", "cluster.chief has 2 entries"},
         {R"({"cluster": {"ps": ["h:1"]}, "task": {"type": "ps", "index": 0}})", "needs a chief or at least one worker"},
         {R"({"cluster": {}, "task": {"type": "ps", "index": 0}})", "the cluster has no tasks"},
@@ -99,11 +107,11 @@ TEST_CASE("malformed specs give errors naming the source and field") {
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "extra": 1})", "unknown key \"extra\""},
         {R"({"cluster": {"worker": ["h:1"]}, "cluster": {"worker": ["h:2"]}, "task": {"type": "worker", "index": 0}})", "duplicate key \"cluster\""},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "secret": 7})", "\"secret\" must be a string"},
-        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"heartbeat_timeout_ms": 0}})", "options.heartbeat_timeout_ms must be a positive integer"},
+        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"heartbeat_timeout_ms": 0}})", "options.heartbeat_timeout_ms is 0, outside the allowed range 1..2147483647 ms"},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"speed": 1}})", "options: unknown key \"speed\""},
         {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"adaptive_spin": 1}})", "options.adaptive_spin must be true or false"},
-        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"spin_wait_us": true}})", "options.spin_wait_us must be a positive integer"},
-        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"segment_bytes": 9, "max_frame_bytes": 8}})", "segment_bytes exceeds"},
+        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"spin_wait_us": true}})", "options.spin_wait_us must be an integer in 0..2147483647 us, got a boolean"},
+        {R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": {"segment_bytes": 9, "max_frame_bytes": 8}})", "options.segment_bytes exceeds options.max_frame_bytes (9 > 8)"},
     };
     for (const auto& c : cases) {
         INFO(c.json);
@@ -111,6 +119,19 @@ TEST_CASE("malformed specs give errors naming the source and field") {
         CHECK_THAT(msg, Contains(c.message));
         CHECK_THAT(msg, Contains("SPEC"));
     }
+}
+
+TEST_CASE("deeply nested JSON is refused before it is parsed, and a zero with an exponent parses") {
+    // 100,000 levels would overflow RapidJSON's recursive parser's stack
+    const std::string deep = R"({"cluster": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    CHECK_THAT(parse_error(deep), Contains("SPEC: JSON nested more than 64 levels deep"));
+    // 65 levels: refused; the limit counts arrays and objects, not brackets in strings
+    CHECK_THAT(parse_error(std::string(65, '[') + std::string(65, ']')), Contains("nested more than 64"));
+    CHECK_THAT(parse_error(R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker[[[[", "index": 0}})"),
+               !Contains("nested"));
+    // "0E050" once reached undefined behaviour in RapidJSON's full-precision mode
+    CHECK_THAT(parse_error(R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0E050}})"),
+               Contains("index"));
 }
 
 TEST_CASE("from_env and from_file") {
@@ -138,4 +159,191 @@ TEST_CASE("from_env and from_file") {
     CHECK(cluster_spec::parse(good).effective_secret() == "env-secret");
     ::unsetenv("TYPEFLOW_SECRET");
     CHECK(cluster_spec::parse(good).effective_secret() == "s3");
+}
+
+namespace {
+std::string with_options(const std::string& options) {
+    return R"({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "options": )" + options + "}";
+}
+} // namespace
+
+TEST_CASE("every integer option is range-checked at both bounds when parsed") {
+    // Values near INT64_MAX used to overflow the conversion to nanoseconds
+    // (the transport then reported "timed out after -1 ms").
+    struct O { const char* key; std::string min, max, below, above, range; };
+    const std::string dmax = "2147483647", bmax = "1099511627776", smax = "18446744073709551615";
+    const O opts[] = {
+        {"heartbeat_timeout_ms", "1", dmax, "0", "2147483648", "1..2147483647 ms"},
+        {"connect_timeout_ms", "1", dmax, "0", "2147483648", "1..2147483647 ms"},
+        {"handshake_timeout_ms", "1", dmax, "0", "2147483648", "1..2147483647 ms"},
+        {"op_timeout_ms", "1", dmax, "0", "2147483648", "1..2147483647 ms"},
+        {"spin_wait_us", "0", dmax, "-1", "2147483648", "0..2147483647 us"},
+        {"max_frame_bytes", "1", bmax, "0", "1099511627777", "1..1099511627776 bytes"},
+        {"segment_bytes", "1", bmax, "0", "1099511627777", "1..1099511627776 bytes"},
+        {"max_unexpected_bytes", "1", bmax, "0", "1099511627777", "1..1099511627776 bytes"},
+        {"caller_read_bytes", "1", smax, "0", "18446744073709551616", "1..18446744073709551615 bytes"},
+        {"send_thread_bytes", "1", smax, "0", "18446744073709551616", "1..18446744073709551615 bytes"},
+    };
+    for (const auto& o : opts) {
+        INFO(o.key);
+        const std::string k = std::string("\"") + o.key + "\": ";
+        // segment_bytes may not exceed max_frame_bytes: move the other one along
+        const std::string extra = std::string(o.key) == "segment_bytes"     ? ", \"max_frame_bytes\": " + bmax
+                                  : std::string(o.key) == "max_frame_bytes" ? ", \"segment_bytes\": 1"
+                                                                            : "";
+        for (const auto& v : {o.min, o.max}) {
+            const auto opt = cluster_spec::parse(with_options("{" + k + v + extra + "}")).options;
+            const std::uint64_t want = std::stoull(v);
+            const std::string key = o.key;
+            if (key == "heartbeat_timeout_ms") CHECK(static_cast<std::uint64_t>(opt.heartbeat_timeout.count()) == want);
+            if (key == "connect_timeout_ms") CHECK(static_cast<std::uint64_t>(opt.connect_timeout.count()) == want);
+            if (key == "handshake_timeout_ms") CHECK(static_cast<std::uint64_t>(opt.handshake_timeout.count()) == want);
+            if (key == "op_timeout_ms") CHECK(static_cast<std::uint64_t>(opt.op_timeout.count()) == want);
+            if (key == "spin_wait_us") CHECK(static_cast<std::uint64_t>(opt.spin_wait.count()) == want);
+            if (key == "max_frame_bytes") CHECK(opt.max_frame_bytes == want);
+            if (key == "segment_bytes") CHECK(opt.segment_bytes == want);
+            if (key == "max_unexpected_bytes") CHECK(opt.max_unexpected_bytes == want);
+            if (key == "caller_read_bytes") CHECK(opt.caller_read_bytes == want);
+            if (key == "send_thread_bytes") CHECK(opt.send_thread_bytes == want);
+            CHECK_NOTHROW(check_options(opt, "parsed"));
+        }
+        const std::string name = std::string("SPEC: options.") + o.key;
+        CHECK_THAT(parse_error(with_options("{" + k + o.below + "}")), EndsWith(name + " is " + o.below + ", outside the allowed range " + o.range));
+        const std::string above = parse_error(with_options("{" + k + o.above + "}"));
+        if (o.max == smax) // beyond 64 bits: RapidJSON reads it as a double
+            CHECK_THAT(above, EndsWith(name + " is 1.8446744073709552e+19, outside the allowed range " + o.range));
+        else
+            CHECK_THAT(above, EndsWith(name + " is " + o.above + ", outside the allowed range " + o.range));
+        if (o.max != smax) {
+            CHECK_THAT(parse_error(with_options("{" + k + "9223372036854775807}")), EndsWith(name + " is 9223372036854775807, outside the allowed range " + o.range));
+            CHECK_THAT(parse_error(with_options("{" + k + "18446744073709551615}")), EndsWith(name + " is 18446744073709551615, outside the allowed range " + o.range));
+        }
+        CHECK_THAT(parse_error(with_options("{" + k + "-9223372036854775808}")), EndsWith(name + " is -9223372036854775808, outside the allowed range " + o.range));
+        CHECK_THAT(parse_error(with_options("{" + k + "1e300}")), EndsWith(name + " is 1.0000000000000001e+300, outside the allowed range " + o.range));
+        CHECK_THAT(parse_error(with_options("{" + k + "1.5}")), EndsWith(name + " must be an integer in " + o.range + ", got 1.5"));
+        CHECK_THAT(parse_error(with_options("{" + k + "1e3}")), EndsWith(name + " must be an integer in " + o.range + ", got 1000 (written with a fraction or exponent)"));
+        CHECK_THAT(parse_error(with_options("{" + k + "\"5\"}")), EndsWith(name + " must be an integer in " + o.range + ", got a string"));
+        CHECK_THAT(parse_error(with_options("{" + k + "null}")), EndsWith(name + " must be an integer in " + o.range + ", got null"));
+    }
+    CHECK_THAT(parse_error(with_options(R"({"segment_bytes": 1099511627776})")), EndsWith("SPEC: options.segment_bytes exceeds options.max_frame_bytes (1099511627776 > 67108864)"));
+}
+
+TEST_CASE("options set in code are held to the same ranges") {
+    using std::chrono::milliseconds;
+    using std::chrono::microseconds;
+    CHECK_NOTHROW(check_options(transport_options{}, "defaults"));
+    auto refused = [](void (*set)(transport_options&)) {
+        transport_options o;
+        set(o);
+        try {
+            check_options(o, "worker:0");
+        } catch (const error& e) {
+            std::string w = e.what(); // without typeflow::error's "typeflow: "
+            return w.substr(w.find("worker:0"));
+        }
+        return std::string("<no error>");
+    };
+    CHECK(refused([](transport_options& o) { o.op_timeout = milliseconds::max(); }) ==
+          "worker:0: transport_options.op_timeout is 9223372036854775807, outside the allowed range 1..2147483647 ms");
+    CHECK(refused([](transport_options& o) { o.op_timeout = milliseconds(2147483648); }) ==
+          "worker:0: transport_options.op_timeout is 2147483648, outside the allowed range 1..2147483647 ms");
+    CHECK(refused([](transport_options& o) { o.heartbeat_timeout = milliseconds(0); }) ==
+          "worker:0: transport_options.heartbeat_timeout is 0, outside the allowed range 1..2147483647 ms");
+    CHECK(refused([](transport_options& o) { o.connect_timeout = milliseconds(-5); }) ==
+          "worker:0: transport_options.connect_timeout is -5, outside the allowed range 1..2147483647 ms");
+    CHECK(refused([](transport_options& o) { o.handshake_timeout = milliseconds::min(); }) ==
+          "worker:0: transport_options.handshake_timeout is -9223372036854775808, outside the allowed range 1..2147483647 ms");
+    CHECK(refused([](transport_options& o) { o.spin_wait = microseconds(-1); }) ==
+          "worker:0: transport_options.spin_wait is -1, outside the allowed range 0..2147483647 us");
+    CHECK(refused([](transport_options& o) { o.spin_wait = microseconds::max(); }) ==
+          "worker:0: transport_options.spin_wait is 9223372036854775807, outside the allowed range 0..2147483647 us");
+    CHECK(refused([](transport_options& o) { o.max_frame_bytes = 0; }) ==
+          "worker:0: transport_options.max_frame_bytes is 0, outside the allowed range 1..1099511627776 bytes");
+    CHECK(refused([](transport_options& o) { o.max_frame_bytes = std::numeric_limits<std::size_t>::max(); }) ==
+          "worker:0: transport_options.max_frame_bytes is 18446744073709551615, outside the allowed range 1..1099511627776 bytes");
+    CHECK(refused([](transport_options& o) { o.max_unexpected_bytes = (std::size_t{1} << 40) + 1; }) ==
+          "worker:0: transport_options.max_unexpected_bytes is 1099511627777, outside the allowed range 1..1099511627776 bytes");
+    CHECK(refused([](transport_options& o) { o.segment_bytes = 0; }) ==
+          "worker:0: transport_options.segment_bytes is 0, outside the allowed range 1..1099511627776 bytes");
+    CHECK(refused([](transport_options& o) { o.segment_bytes = o.max_frame_bytes + 1; }) ==
+          "worker:0: transport_options.segment_bytes exceeds transport_options.max_frame_bytes (67108865 > 67108864)");
+    CHECK(refused([](transport_options& o) { o.caller_read_bytes = 0; }) ==
+          "worker:0: transport_options.caller_read_bytes is 0, outside the allowed range 1..18446744073709551615 bytes");
+    CHECK(refused([](transport_options& o) { o.send_thread_bytes = 0; }) ==
+          "worker:0: transport_options.send_thread_bytes is 0, outside the allowed range 1..18446744073709551615 bytes");
+    // The bounds themselves are accepted.
+    CHECK(refused([](transport_options& o) {
+              o.op_timeout = o.heartbeat_timeout = o.connect_timeout = o.handshake_timeout = milliseconds(2147483647);
+              o.spin_wait = microseconds(0);
+              o.max_frame_bytes = o.segment_bytes = o.max_unexpected_bytes = std::size_t{1} << 40;
+              o.caller_read_bytes = o.send_thread_bytes = std::numeric_limits<std::size_t>::max();
+          }) == "<no error>");
+}
+
+TEST_CASE("addresses are normalised: one endpoint spelled two ways is one address") {
+    CHECK(split_address("h:05000", "x").second == 5000);
+    CHECK(split_address("h:0000000080", "x").second == 80); // leading zeros, however many
+    CHECK_THROWS_WITH(split_address("h:000000", "x"), Contains("port out of range"));
+    CHECK_THROWS_WITH(split_address("h:0065536", "x"), Contains("port out of range"));
+    CHECK(canonical_address("127.0.0.1:05000", "x") == "127.0.0.1:5000");
+    CHECK(canonical_address("127.000.000.001:80", "x") == "127.0.0.1:80"); // as the resolver (inet_aton) reads it
+    CHECK(canonical_address("127.1:80", "x") == "127.0.0.1:80");
+    CHECK(canonical_address("0x7f.0.0.1:80", "x") == "127.0.0.1:80");
+    CHECK(canonical_address("[0:0:0:0:0:0:0:1]:80", "x") == "[::1]:80");
+    CHECK(canonical_address("[FE80::0001]:80", "x") == "[fe80::1]:80");
+    CHECK(canonical_address("[::ffff:127.0.0.1]:80", "x") == "127.0.0.1:80"); // IPv4-mapped: the same socket
+    CHECK(canonical_address("Node-7.Example.COM.:080", "x") == "node-7.example.com:80");
+    CHECK(canonical_address("deadbeef:80", "x") == "deadbeef:80"); // a name, not a number
+    // localhost: the address the transport binds and connects to first.
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    addrinfo* res = nullptr;
+    REQUIRE(::getaddrinfo("localhost", nullptr, &hints, &res) == 0);
+    char buf[INET6_ADDRSTRLEN] = {};
+    std::string lh;
+    if (res->ai_family == AF_INET) {
+        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof buf);
+        lh = buf;
+    } else {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr, buf, sizeof buf);
+        lh = "[" + std::string(buf) + "]";
+    }
+    ::freeaddrinfo(res);
+    INFO("localhost resolves first to " << lh);
+    CHECK(canonical_address("LocalHost:05000", "x") == lh + ":5000");
+
+    auto spec = [](const std::string& cluster) { return "{\"cluster\": {" + cluster + "}, \"task\": {\"type\": \"worker\", \"index\": 0}}"; };
+    struct C { std::string cluster, message; };
+    const C refused[] = {
+        {R"("worker": ["localhost:5000", ")" + lh + R"(:05000"])",
+         "SPEC: address " + lh + ":5000 is used by two tasks: worker:0 (cluster.worker[0] \"localhost:5000\") and worker:1 "
+         "(cluster.worker[1] \"" + lh + ":05000\")"},
+        {R"("chief": ["127.0.0.1:5000"], "worker": ["127.0.0.1:5001"], "ps": ["127.0.0.1:5000"])",
+         "SPEC: address 127.0.0.1:5000 is used by two tasks: chief:0 (cluster.chief[0] \"127.0.0.1:5000\") and ps:0 "
+         "(cluster.ps[0] \"127.0.0.1:5000\")"},
+        {R"("worker": ["Host.Example:7", "h:1", "host.example.:0007"])",
+         "SPEC: address host.example:7 is used by two tasks: worker:0 (cluster.worker[0] \"Host.Example:7\") and worker:2 "
+         "(cluster.worker[2] \"host.example.:0007\")"},
+        {R"("worker": ["[::1]:7", "[0::1]:7"])",
+         "SPEC: address [::1]:7 is used by two tasks: worker:0 (cluster.worker[0] \"[::1]:7\") and worker:1 (cluster.worker[1] \"[0::1]:7\")"},
+        {R"("worker": ["127.0.0.1:7", "[::ffff:127.0.0.1]:7"])",
+         "SPEC: address 127.0.0.1:7 is used by two tasks: worker:0 (cluster.worker[0] \"127.0.0.1:7\") and worker:1 "
+         "(cluster.worker[1] \"[::ffff:127.0.0.1]:7\")"},
+        {R"("worker": ["127.1:7", "127.0.0.1:7"])",
+         "SPEC: address 127.0.0.1:7 is used by two tasks: worker:0 (cluster.worker[0] \"127.1:7\") and worker:1 (cluster.worker[1] \"127.0.0.1:7\")"},
+    };
+    for (const auto& c : refused) {
+        INFO(c.cluster);
+        CHECK_THAT(parse_error(spec(c.cluster)), EndsWith(c.message));
+    }
+    // Distinct endpoints stay distinct.
+    for (const std::string cluster : {R"("worker": ["127.0.0.1:5000", "127.0.0.2:5000", "[::1]:5000", "127.0.0.1:5001"])",
+                                      R"("worker": ["a.example:1", "b.example:1", "a.example:2"])"}) {
+        INFO(cluster);
+        CHECK_NOTHROW(cluster_spec::parse(spec(cluster)));
+    }
+    // The address is kept as written (the transport resolves it).
+    CHECK(cluster_spec::parse(spec(R"("worker": ["127.0.0.1:05000"])")).worker[0] == "127.0.0.1:05000");
 }

@@ -37,7 +37,9 @@ struct task_id {
 ///                  "max_frame_bytes": 67108864, "segment_bytes": 262144}}
 ///
 /// With no chief, worker 0 is the chief (it hosts the rendezvous).
-/// Malformed specs throw `error` naming the source and the offending field.
+/// Malformed specs throw `error` naming the source and the offending field:
+/// options outside their ranges (see transport_options) and two tasks on one
+/// endpoint however spelled (see canonical_address) included.
 struct cluster_spec {
     std::vector<std::string> chief;  ///< 0 or 1 address
     std::vector<std::string> worker; ///< addresses "host:port"
@@ -69,8 +71,28 @@ struct cluster_spec {
     std::string to_json() const;
 };
 
-/// Splits "host:port" or "[v6]:port"; throws `error` with `what` in the message.
+/// Splits "host:port" or "[v6]:port" (the port in decimal, leading zeros
+/// allowed); throws `error` with `what` in the message.
 std::pair<std::string, unsigned short> split_address(std::string_view address, std::string_view what);
+
+/// The endpoint an address names, spelled one way, so that two spellings of
+/// one endpoint compare equal: the port in plain decimal; a numeric IPv4 host
+/// in dotted decimal (read as the resolver reads it: "127.1" and
+/// "127.000.000.001" are 127.0.0.1); a numeric IPv6 host in its RFC 5952
+/// form in brackets (an IPv4-mapped one as its IPv4 address); `localhost` as
+/// the address the transport would listen on and connect to for it (the
+/// resolver's first answer, as the transport takes it); any other name in
+/// lower case without a trailing dot (names are not resolved).
+/// "LocalHost:05000" -> "127.0.0.1:5000" where localhost resolves there first.
+std::string canonical_address(std::string_view address, std::string_view what);
+
+/// Throws `error` ("<origin>: transport_options.<field> is <value>, outside
+/// the allowed range <min>..<max> <unit>") unless every option is within the
+/// ranges listed at transport_options; also refuses segment_bytes above
+/// max_frame_bytes. The transport's constructor calls it (options set in
+/// code); cluster_spec::parse checks each JSON option against the same
+/// ranges as it reads it ("<origin>: options.<key> is ...").
+void check_options(const transport_options& options, std::string_view origin);
 
 } // namespace typeflow::dist
 

@@ -38,7 +38,8 @@ public:
     /// Returns once every task has entered.
     virtual void barrier() = 0;
 
-    /// Deadline of each later call (default: transport_options::op_timeout).
+    /// Deadline of each later call (default: transport_options::op_timeout);
+    /// `t` must be within op_timeout's range, 1 ms .. 2^31 - 1 ms, else `error`.
     virtual void set_timeout(std::chrono::milliseconds t) = 0;
 
     // Typed conveniences.

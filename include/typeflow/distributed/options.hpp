@@ -3,12 +3,33 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace typeflow::dist {
 
 /// Limits and deadlines of one communicator. Every blocking operation is
 /// bounded by one of these.
+///
+/// Allowed ranges (inclusive), checked by `cluster_spec::parse` (the JSON
+/// keys in parentheses) and again by the transport's constructor, so options
+/// set in code are held to the same bounds (an `error` names the field and
+/// the range):
+///   heartbeat_timeout, connect_timeout, handshake_timeout, op_timeout
+///     (`*_ms`): 1 .. max_duration_count ms (about 24.8 days);
+///   spin_wait (`spin_wait_us`): 0 .. max_duration_count us (0: never spin);
+///   max_frame_bytes, max_unexpected_bytes: 1 .. max_buffer_bytes (1 TiB);
+///   segment_bytes: 1 .. max_frame_bytes;
+///   caller_read_bytes, send_thread_bytes: 1 .. SIZE_MAX (thresholds only).
+/// The bounds keep every deadline (`now + timeout`) and every conversion to
+/// nanoseconds far from overflow.
 struct transport_options {
+    /// Largest count of every duration option, in its own unit (2^31 - 1,
+    /// the longest timeout `poll` takes).
+    static constexpr std::int64_t max_duration_count = 2147483647;
+    /// Largest max_frame_bytes and max_unexpected_bytes (1 TiB): sums of
+    /// buffered bytes stay far from overflow.
+    static constexpr std::uint64_t max_buffer_bytes = std::uint64_t{1} << 40;
+
     /// A peer from which nothing (data or heartbeat) arrives for this long is
     /// declared dead. Heartbeats are sent every quarter of it.
     std::chrono::milliseconds heartbeat_timeout{10000};

@@ -6,10 +6,6 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -17,11 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include <cereal/archives/json.hpp>
-#include <cereal/archives/portable_binary.hpp>
-#include <cereal/types/string.hpp>
-#include <cereal/types/vector.hpp>
-
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/shape.hpp>
@@ -64,201 +56,20 @@ inline constexpr std::string_view end_marker = "typeflow-checkpoint-end";
 inline constexpr std::uint64_t max_name_length = 1u << 16;
 inline constexpr std::uint64_t max_tensors = 1u << 24;
 
-inline std::optional<typeflow::dtype> dtype_from_name(std::string_view s) {
-    for (auto d : {dtype::float32, dtype::float64, dtype::int32, dtype::int64, dtype::boolean})
-        if (dtype_name(d) == s) return d;
-    return std::nullopt;
-}
-
-// The byte count of a tensor of dtype d and extents s, or nullopt on overflow
-// or a negative extent.
-inline std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s) {
-    std::uint64_t n = 1;
-    for (std::size_t i = 0; i < s.rank; ++i) {
-        if (s.d[i] < 0) return std::nullopt;
-        const auto e = static_cast<std::uint64_t>(s.d[i]);
-        if (e != 0 && n > (std::uint64_t{1} << 62) / e) return std::nullopt;
-        n *= e;
-    }
-    return n * dtype_size(d);
-}
-
-// CRC of a record's metadata (so a flipped bit in a name or extent is caught).
-inline std::uint32_t record_crc(const tensor_info& t) {
-    std::string s = t.name;
-    s.push_back('\0');
-    s.push_back(static_cast<char>(t.dtype));
-    s.push_back(static_cast<char>(t.shape.rank));
-    const auto put = [&s](std::uint64_t v, int n) {
-        for (int k = 0; k < n; ++k) s.push_back(static_cast<char>((v >> (8 * k)) & 0xFF));
-    };
-    for (std::size_t i = 0; i < t.shape.rank; ++i) put(static_cast<std::uint64_t>(t.shape.d[i]), 8);
-    put(t.bytes, 8);
-    put(t.crc32c, 4);
-    put(t.shard, 4);
-    return crc32c(s);
-}
-
-template <class Ar>
-void write_string(Ar& ar, std::string_view s) {
-    const std::uint64_t n = s.size();
-    ar(n);
-    if (n) ar(cereal::binary_data(const_cast<char*>(s.data()), static_cast<std::size_t>(n)));
-}
-template <class Ar>
-std::string read_string(Ar& ar, std::uint64_t max) {
-    std::uint64_t n = 0;
-    ar(n);
-    if (n > max) throw error("string of " + std::to_string(n) + " bytes (corrupt length)");
-    std::string s(static_cast<std::size_t>(n), '\0');
-    if (n) ar(cereal::binary_data(s.data(), static_cast<std::size_t>(n)));
-    return s;
-}
-
-inline std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-// JSON values of one tensor, by dtype.
-template <class Ar>
-void save_json_values(Ar& ar, const tensor_info& t, const void* data) {
-    const auto n = static_cast<std::size_t>(t.bytes / dtype_size(t.dtype));
-    // each dtype widened to the JSON number type that holds it exactly
-    auto put = [&]<class From, class To>() {
-        const auto* p = static_cast<const From*>(data);
-        std::vector<To> v(p, p + n);
-        ar(cereal::make_nvp("values", v));
-    };
-    switch (t.dtype) {
-        case dtype::float32: put.template operator()<float, double>(); break;
-        case dtype::float64: put.template operator()<double, double>(); break;
-        case dtype::int32: put.template operator()<std::int32_t, std::int64_t>(); break;
-        case dtype::int64: put.template operator()<std::int64_t, std::int64_t>(); break;
-        case dtype::boolean: put.template operator()<bool, bool>(); break;
-    }
-}
-template <class T, class V>
-std::vector<std::byte> to_bytes(const std::vector<V>& v) {
-    std::vector<std::byte> b(v.size() * sizeof(T));
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        const T x = static_cast<T>(v[i]);
-        std::memcpy(b.data() + i * sizeof(T), &x, sizeof(T));
-    }
-    return b;
-}
-template <class Ar>
-std::vector<std::byte> load_json_values(Ar& ar, typeflow::dtype d) {
-    switch (d) {
-        case dtype::float32: {
-            std::vector<double> v;
-            ar(cereal::make_nvp("values", v));
-            return to_bytes<float>(v);
-        }
-        case dtype::float64: {
-            std::vector<double> v;
-            ar(cereal::make_nvp("values", v));
-            return to_bytes<double>(v);
-        }
-        case dtype::int32: {
-            std::vector<std::int64_t> v;
-            ar(cereal::make_nvp("values", v));
-            return to_bytes<std::int32_t>(v);
-        }
-        case dtype::int64: {
-            std::vector<std::int64_t> v;
-            ar(cereal::make_nvp("values", v));
-            return to_bytes<std::int64_t>(v);
-        }
-        case dtype::boolean: {
-            std::vector<bool> v;
-            ar(cereal::make_nvp("values", v));
-            std::vector<std::byte> b(v.size());
-            for (std::size_t i = 0; i < v.size(); ++i) b[i] = std::byte{static_cast<unsigned char>(v[i] ? 1 : 0)};
-            return b;
-        }
-    }
-    return {};
-}
-
-// The body of a checkpoint or index file. Data pointers are null for an index.
-inline void write_body(std::ostream& os, format f, std::string_view magic, const std::vector<std::string>& shards,
-                       const std::vector<tensor_info>& infos, const std::vector<const void*>& data) {
-    if (f == format::binary) {
-        cereal::PortableBinaryOutputArchive ar(os);
-        write_string(ar, magic);
-        ar(checkpoint_format_version);
-        ar(static_cast<std::uint64_t>(shards.size()));
-        for (const auto& s : shards) write_string(ar, s);
-        ar(static_cast<std::uint64_t>(infos.size()));
-        for (const auto& t : infos) {
-            write_string(ar, t.name);
-            ar(static_cast<std::uint8_t>(t.dtype), static_cast<std::uint32_t>(t.shape.rank));
-            for (std::size_t i = 0; i < t.shape.rank; ++i) ar(static_cast<std::int64_t>(t.shape.d[i]));
-            ar(t.bytes, t.crc32c, t.shard, record_crc(t));
-        }
-        for (std::size_t k = 0; k < infos.size(); ++k)
-            if (data[k] && infos[k].bytes)
-                ar(cereal::binary_data(static_cast<char*>(const_cast<void*>(data[k])),
-                                       static_cast<std::size_t>(infos[k].bytes)));
-        write_string(ar, end_marker);
-    } else {
-        cereal::JSONOutputArchive ar(os, cereal::JSONOutputArchive::Options(
-                                             cereal::JSONOutputArchive::Options::Default()));
-        ar(cereal::make_nvp("format", std::string(magic)), cereal::make_nvp("version", checkpoint_format_version),
-           cereal::make_nvp("shards", shards));
-        ar.setNextName("tensors");
-        ar.startNode();
-        ar.makeArray();
-        for (std::size_t k = 0; k < infos.size(); ++k) {
-            const auto& t = infos[k];
-            ar.startNode();
-            std::vector<std::int64_t> shape(t.shape.d.begin(), t.shape.d.begin() + static_cast<long>(t.shape.rank));
-            ar(cereal::make_nvp("name", t.name), cereal::make_nvp("dtype", std::string(dtype_name(t.dtype))),
-               cereal::make_nvp("shape", shape), cereal::make_nvp("bytes", t.bytes),
-               cereal::make_nvp("crc32c", t.crc32c), cereal::make_nvp("shard", t.shard));
-            if (data[k]) save_json_values(ar, t, data[k]);
-            ar.finishNode();
-        }
-        ar.finishNode();
-        ar(cereal::make_nvp("end", std::string(end_marker)));
-    }
-}
+/// The byte count of a tensor of dtype d and extents s, or nullopt on
+/// overflow or a negative extent.
+TYPEFLOW_DECL std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s);
 }  // namespace detail
 
 /// Writes one checkpoint file atomically (see atomic_file): the tensors' CRCs
 /// are computed, then the table of contents and the bytes are written.
-inline void write_checkpoint(const std::string& path, const std::vector<tensor_source>& tensors,
-                             format f = format::binary) {
-    std::vector<tensor_info> infos;
-    std::vector<const void*> data;
-    infos.reserve(tensors.size());
-    for (const auto& t : tensors) {
-        const auto bytes = detail::byte_count(t.dtype, t.shape);
-        if (!bytes) throw error("checkpoint '" + path + "': tensor '" + t.name + "' has invalid shape " + to_string(t.shape));
-        infos.push_back({t.name, t.dtype, t.shape, *bytes, crc32c(t.data, static_cast<std::size_t>(*bytes)), 0});
-        data.push_back(t.data);
-    }
-    atomic_file file(path);
-    detail::write_body(file.stream(), f, detail::checkpoint_magic, {}, infos, data);
-    file.commit();
-}
+TYPEFLOW_DECL void write_checkpoint(const std::string& path, const std::vector<tensor_source>& tensors,
+                                    format f = format::binary);
 
 /// Writes the index of a sharded checkpoint atomically: the shard files (names
 /// relative to the index's directory) and, per tensor, its shard, dtype and shape.
-inline void write_checkpoint_index(const std::string& path, const std::vector<std::string>& shard_files,
-                                   std::vector<tensor_info> infos, format f = format::binary) {
-    for (auto& t : infos) {
-        const auto bytes = detail::byte_count(t.dtype, t.shape);
-        if (!bytes) throw error("checkpoint index '" + path + "': tensor '" + t.name + "' has invalid shape");
-        t.bytes = *bytes;
-        t.crc32c = 0;
-        if (t.shard >= shard_files.size())
-            throw error("checkpoint index '" + path + "': tensor '" + t.name + "' is in shard " +
-                        std::to_string(t.shard) + " of " + std::to_string(shard_files.size()));
-    }
-    atomic_file file(path);
-    detail::write_body(file.stream(), f, detail::index_magic, shard_files, infos,
-                       std::vector<const void*>(infos.size(), nullptr));
-    file.commit();
-}
+TYPEFLOW_DECL void write_checkpoint_index(const std::string& path, const std::vector<std::string>& shard_files,
+                                          std::vector<tensor_info> infos, format f = format::binary);
 
 /// Reads a checkpoint or index file: the constructor reads and validates the
 /// table of contents (format, version, every record); read() reads tensors'
@@ -266,16 +77,10 @@ inline void write_checkpoint_index(const std::string& path, const std::vector<st
 /// tensor.
 class checkpoint_reader {
 public:
-    explicit checkpoint_reader(std::string path) : path_(std::move(path)) {
-        is_ = std::make_unique<std::ifstream>(path_, std::ios::binary);
-        if (!*is_) throw error("cannot open checkpoint '" + path_ + "': " + detail::errno_text(errno));
-        int c;
-        while ((c = is_->peek()) == ' ' || c == '\n' || c == '\r' || c == '\t') is_->get();
-        if (c == std::char_traits<char>::eof()) throw error(where() + "the file is empty");
-        format_ = c == '{' ? format::json : format::binary;
-        if (format_ == format::binary) open_binary();
-        else open_json();
-    }
+    explicit checkpoint_reader(std::string path);
+    checkpoint_reader(checkpoint_reader&&) noexcept;
+    checkpoint_reader& operator=(checkpoint_reader&&) noexcept;
+    ~checkpoint_reader();
 
     /// The file's path.
     const std::string& path() const noexcept { return path_; }
@@ -288,222 +93,33 @@ public:
     /// The table of contents, in file order.
     const std::vector<tensor_info>& tensors() const noexcept { return infos_; }
     /// The position of a tensor in tensors(), if the file has one of that name.
-    std::optional<std::size_t> find(std::string_view name) const {
-        for (std::size_t i = 0; i < infos_.size(); ++i)
-            if (infos_[i].name == name) return i;
-        return std::nullopt;
-    }
+    std::optional<std::size_t> find(std::string_view name) const;
 
     /// Reads the bytes of every tensor i for which dst(i) gives a buffer (of
     /// tensors()[i].bytes bytes; nullptr skips it), checks each CRC and the end
     /// marker. Throws one tf::error listing every problem.
-    void read(const std::function<std::byte*(std::size_t)>& dst) {
-        if (index_) throw error(where() + "is an index; read its shards");
-        std::vector<std::string> problems;
-        const auto check_crc = [&](std::size_t i, const std::byte* p) {
-            const std::uint32_t got = crc32c(p, static_cast<std::size_t>(infos_[i].bytes));
-            if (got != infos_[i].crc32c)
-                problems.push_back("tensor " + detail::quoted(infos_[i].name) + ": checksum mismatch (stored " +
-                                   hex(infos_[i].crc32c) + ", computed " + hex(got) + "): its bytes are corrupt");
-        };
-        if (format_ == format::json) {
-            for (std::size_t i = 0; i < infos_.size(); ++i)
-                if (std::byte* p = dst(i)) {
-                    std::memcpy(p, json_values_[i].data(), json_values_[i].size());
-                    check_crc(i, p);
-                }
-        } else {
-            is_->clear();
-            is_->seekg(data_start_);
-            std::size_t i = 0;
-            try {
-                for (; i < infos_.size(); ++i) {
-                    const auto n = infos_[i].bytes;
-                    if (std::byte* p = dst(i)) {
-                        if (n) (*ar_)(cereal::binary_data(reinterpret_cast<char*>(p), static_cast<std::size_t>(n)));
-                        check_crc(i, p);
-                    } else if (n) {
-                        is_->seekg(static_cast<std::streamoff>(n), std::ios::cur);
-                    }
-                }
-            } catch (const cereal::Exception&) {
-                problems.push_back("tensor " + detail::quoted(infos_[i].name) + ": the file is truncated (" +
-                                   std::to_string(infos_[i].bytes) + " bytes of data expected)");
-            }
-            if (problems.empty() || i == infos_.size()) {
-                bool ok = false;
-                try {
-                    ok = detail::read_string(*ar_, 64) == detail::end_marker;
-                } catch (...) {
-                }
-                if (!ok)
-                    problems.push_back("the end marker is missing: the file is truncated or corrupt after tensor " +
-                                       (infos_.empty() ? std::string("(none)") : detail::quoted(infos_.back().name)));
-            }
-        }
-        if (!problems.empty()) {
-            std::string msg;
-            for (const auto& p : problems) msg += (msg.empty() ? "" : "\n  ") + where() + p;
-            throw error(msg);
-        }
-    }
+    void read(const std::function<std::byte*(std::size_t)>& dst);
 
 private:
-    std::string where() const { return "checkpoint '" + path_ + "': "; }
-    static std::string hex(std::uint32_t v) {
-        char b[16];
-        std::snprintf(b, sizeof b, "0x%08x", v);
-        return b;
-    }
-    void check_header(const std::string& magic, std::uint32_t version) {
-        if (magic == detail::index_magic) index_ = true;
-        else if (magic != detail::checkpoint_magic)
-            throw error(where() + "not a typeflow checkpoint (format tag '" + magic.substr(0, 40) + "')");
-        if (version != checkpoint_format_version)
-            throw error(where() + "format version " + std::to_string(version) + ", but this build reads version " +
-                        std::to_string(checkpoint_format_version));
-    }
-    void check_record(std::size_t k, const tensor_info& t) {
-        const std::string who = "tensor " + detail::quoted(t.name) + " (record " + std::to_string(k) + ")";
-        const auto bytes = detail::byte_count(t.dtype, t.shape);
-        if (!bytes) throw error(where() + who + ": invalid shape " + to_string(t.shape));
-        if (*bytes != t.bytes)
-            throw error(where() + who + ": " + std::to_string(t.bytes) + " bytes recorded for dtype " +
-                        std::string(dtype_name(t.dtype)) + " and shape " + to_string(t.shape));
-        if (index_ && t.shard >= shards_.size())
-            throw error(where() + who + ": shard " + std::to_string(t.shard) + " of " + std::to_string(shards_.size()));
-        for (std::size_t j = 0; j < k; ++j)
-            if (infos_[j].name == t.name) throw error(where() + who + ": the name appears twice");
-    }
+    struct input;  // the open file (impl/checkpoint.ipp)
 
-    void open_binary() {
-        ar_ = std::make_unique<cereal::PortableBinaryInputArchive>(*is_);
-        std::string last = "(none)";
-        try {
-            const std::string magic = detail::read_string(*ar_, 64);
-            std::uint32_t version = 0;
-            (*ar_)(version);
-            check_header(magic, version);
-            std::uint64_t nshards = 0;
-            (*ar_)(nshards);
-            if (nshards > (1u << 20)) throw error(where() + "corrupt shard count " + std::to_string(nshards));
-            for (std::uint64_t s = 0; s < nshards; ++s) shards_.push_back(detail::read_string(*ar_, 4096));
-            std::uint64_t n = 0;
-            (*ar_)(n);
-            if (n > detail::max_tensors) throw error(where() + "corrupt tensor count " + std::to_string(n));
-            for (std::uint64_t k = 0; k < n; ++k) {
-                tensor_info t;
-                t.name = detail::read_string(*ar_, detail::max_name_length);
-                std::uint8_t d = 0;
-                std::uint32_t rank = 0;
-                (*ar_)(d, rank);
-                if (d > static_cast<std::uint8_t>(dtype::boolean) || rank > max_rank)
-                    throw error(where() + "tensor " + detail::quoted(t.name) + " (record " + std::to_string(k) +
-                                "): corrupt record (dtype code " + std::to_string(d) + ", rank " + std::to_string(rank) + ")");
-                t.dtype = static_cast<typeflow::dtype>(d);
-                t.shape.rank = rank;
-                for (std::uint32_t i = 0; i < rank; ++i) (*ar_)(t.shape.d[i]);
-                std::uint32_t rcrc = 0;
-                (*ar_)(t.bytes, t.crc32c, t.shard, rcrc);
-                if (rcrc != detail::record_crc(t))
-                    throw error(where() + "tensor " + detail::quoted(t.name) + " (record " + std::to_string(k) +
-                                "): its record is corrupt (checksum mismatch)");
-                check_record(static_cast<std::size_t>(k), t);
-                last = detail::quoted(t.name);
-                infos_.push_back(std::move(t));
-            }
-        } catch (const cereal::Exception&) {
-            throw error(where() + "the file is truncated in its table of contents (after tensor " + last + ")");
-        }
-        data_start_ = is_->tellg();
-        if (!index_) {  // every tensor's bytes must lie inside the file (checked before anyone allocates them)
-            is_->seekg(0, std::ios::end);
-            const auto size = static_cast<std::uint64_t>(is_->tellg());
-            std::uint64_t end = static_cast<std::uint64_t>(data_start_);
-            for (const auto& t : infos_) {
-                end += t.bytes;
-                if (end > size)
-                    throw error(where() + "tensor " + detail::quoted(t.name) + ": the file is truncated (" +
-                                std::to_string(t.bytes) + " bytes of data expected, the file ends " +
-                                std::to_string(end - size) + " bytes short)");
-            }
-            is_->seekg(data_start_);
-        }
-    }
-
-    void open_json() {
-        std::string current = "(none)";
-        try {
-            cereal::JSONInputArchive ar(*is_);
-            std::string magic;
-            std::uint32_t version = 0;
-            ar(cereal::make_nvp("format", magic), cereal::make_nvp("version", version));
-            check_header(magic, version);
-            ar(cereal::make_nvp("shards", shards_));
-            ar.setNextName("tensors");
-            ar.startNode();
-            cereal::size_type n = 0;
-            ar(cereal::make_size_tag(n));
-            if (n > detail::max_tensors) throw error(where() + "corrupt tensor count");
-            for (cereal::size_type k = 0; k < n; ++k) {
-                ar.startNode();
-                tensor_info t;
-                std::string dt;
-                std::vector<std::int64_t> shape;
-                ar(cereal::make_nvp("name", t.name));
-                current = detail::quoted(t.name);
-                ar(cereal::make_nvp("dtype", dt), cereal::make_nvp("shape", shape), cereal::make_nvp("bytes", t.bytes),
-                   cereal::make_nvp("crc32c", t.crc32c), cereal::make_nvp("shard", t.shard));
-                const std::string who = "tensor " + current + " (record " + std::to_string(k) + ")";
-                const auto d = detail::dtype_from_name(dt);
-                if (!d) throw error(where() + who + ": unknown dtype '" + dt + "'");
-                if (shape.size() > max_rank) throw error(where() + who + ": rank " + std::to_string(shape.size()));
-                t.dtype = *d;
-                t.shape.rank = shape.size();
-                for (std::size_t i = 0; i < shape.size(); ++i) t.shape.d[i] = shape[i];
-                check_record(static_cast<std::size_t>(k), t);
-                if (!index_) {
-                    auto bytes = detail::load_json_values(ar, t.dtype);
-                    if (bytes.size() != t.bytes)
-                        throw error(where() + who + ": " + std::to_string(bytes.size() / dtype_size(t.dtype)) +
-                                    " values for shape " + to_string(t.shape));
-                    json_values_.push_back(std::move(bytes));
-                }
-                infos_.push_back(std::move(t));
-                ar.finishNode();
-            }
-            ar.finishNode();
-            std::string end;
-            ar(cereal::make_nvp("end", end));
-            if (end != detail::end_marker) throw error(where() + "the end marker is missing");
-        } catch (const cereal::Exception& e) {
-            if (current == "(none)") current = last_json_name();
-            throw error(where() + "not readable as a JSON checkpoint (truncated or corrupt) at or after tensor " +
-                        current + ": " + e.what());
-        }
-    }
-
-    // The last tensor name in a JSON file that does not parse: where it broke.
-    std::string last_json_name() const {
-        std::ifstream f(path_, std::ios::binary);
-        const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        const std::string key = "\"name\": \"";
-        const auto at = text.rfind(key);
-        if (at == std::string::npos) return "(none)";
-        const auto start = at + key.size();
-        const auto stop = text.find('"', start);
-        return detail::quoted(text.substr(start, stop == std::string::npos ? std::string::npos : stop - start));
-    }
+    std::string where() const;
+    void check_header(const std::string& magic, std::uint32_t version);
+    void check_record(std::size_t k, const tensor_info& t);
+    void open_binary();
+    void open_json();
+    std::string last_json_name() const;
 
     std::string path_;
     format format_ = format::binary;
     bool index_ = false;
-    std::unique_ptr<std::ifstream> is_;
-    std::unique_ptr<cereal::PortableBinaryInputArchive> ar_;
-    std::streampos data_start_{};
+    std::unique_ptr<input> in_;
     std::vector<std::string> shards_;
     std::vector<tensor_info> infos_;
-    std::vector<std::vector<std::byte>> json_values_;
 };
 
 }  // namespace typeflow::io
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/io/impl/checkpoint.ipp>
+#endif

@@ -10,10 +10,8 @@
 //   model.fit(train, {.epochs = 2, .callbacks = {std::make_shared<print_lr>(), tf::models::tensorboard("logs")}});
 #pragma once
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -21,8 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
 
+
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/io/summary.hpp>
 
@@ -115,84 +114,20 @@ struct fit_options {
 /// elsewhere one line per epoch without the bar.
 class progress_bar : public callback {
 public:
-    explicit progress_bar(std::FILE* out, int verbose, std::int64_t steps) : out_(out), verbose_(verbose), steps_(steps) {
-        if (verbose_ < 0) verbose_ = ::isatty(::fileno(out_)) ? 1 : 2;
-    }
-    void on_epoch_begin(int epoch, logs&) override {
-        start_ = clock::now();
-        last_draw_ = {};
-        seen_ = 0;
-        if (verbose_ >= 1 && total_epochs_ > 0) std::fprintf(out_, "Epoch %d/%d\n", epoch + 1, total_epochs_);
-        if (verbose_ >= 1) std::fflush(out_);
-    }
-    void on_train_batch_end(int batch, logs& l) override {
-        seen_ = batch + 1;
-        if (verbose_ != 1) return;
-        const auto now = clock::now();
-        if (now - last_draw_ < std::chrono::milliseconds(50) && (steps_ <= 0 || seen_ < steps_)) return;
-        last_draw_ = now;
-        std::string s = "\r" + counter() + " " + bar() + " - ETA: " + eta(now) + metrics(l);
-        std::fputs(s.c_str(), out_);
-        std::fflush(out_);
-    }
-    void on_epoch_end(int, logs& l) override {
-        if (verbose_ == 0) return;
-        const double secs = std::chrono::duration<double>(clock::now() - start_).count();
-        const double per_step = seen_ ? secs / static_cast<double>(seen_) : 0;
-        std::string s = verbose_ == 1 ? "\r" + counter() + " " + bar(true) + " - " : counter() + " - ";
-        s += duration(secs) + " " + step_time(per_step) + "/step" + metrics(l) + "\n";
-        std::fputs(s.c_str(), out_);
-        std::fflush(out_);
-    }
+    /// verbose < 0: 1 when `out` is a terminal, else 2.
+    TYPEFLOW_DECL progress_bar(std::FILE* out, int verbose, std::int64_t steps);
+    TYPEFLOW_DECL void on_epoch_begin(int epoch, logs&) override;
+    TYPEFLOW_DECL void on_train_batch_end(int batch, logs& l) override;
+    TYPEFLOW_DECL void on_epoch_end(int, logs& l) override;
     /// Epoch count for the "Epoch k/n" header (0: none).
     void set_epochs(int n) noexcept { total_epochs_ = n; }
     int verbose() const noexcept { return verbose_; }
 
 private:
     using clock = std::chrono::steady_clock;
-    std::string counter() const {
-        std::string total = steps_ > 0 ? std::to_string(steps_) : std::string("Unknown");
-        std::string cur = std::to_string(seen_);
-        if (steps_ > 0 && cur.size() < total.size()) cur.insert(0, total.size() - cur.size(), ' ');
-        return cur + "/" + total;
-    }
-    std::string bar(bool done = false) const {
-        constexpr int width = 30;
-        if (steps_ <= 0) return "[" + std::string(width, '.') + "]";
-        const int filled = done ? width : static_cast<int>(width * seen_ / steps_);
-        std::string b(static_cast<std::size_t>(width), '.');
-        for (int i = 0; i < filled; ++i) b[static_cast<std::size_t>(i)] = '=';
-        if (filled < width && filled > 0) b[static_cast<std::size_t>(filled - 1)] = '>';
-        return "[" + b + "]";
-    }
-    std::string eta(clock::time_point now) const {
-        if (steps_ <= 0 || seen_ == 0) return "?";
-        const double secs = std::chrono::duration<double>(now - start_).count();
-        return duration(secs / static_cast<double>(seen_) * static_cast<double>(steps_ - seen_));
-    }
-    static std::string duration(double secs) {
-        char b[32];
-        if (secs >= 3600) std::snprintf(b, sizeof b, "%d:%02d:%02d", int(secs) / 3600, int(secs) / 60 % 60, int(secs) % 60);
-        else if (secs >= 60) std::snprintf(b, sizeof b, "%d:%02d", int(secs) / 60, int(secs) % 60);
-        else std::snprintf(b, sizeof b, "%ds", static_cast<int>(std::lround(secs)));
-        return b;
-    }
-    static std::string step_time(double secs) {
-        char b[32];
-        if (secs >= 1) std::snprintf(b, sizeof b, "%.0fs", secs);
-        else if (secs >= 1e-3) std::snprintf(b, sizeof b, "%.0fms", secs * 1e3);
-        else std::snprintf(b, sizeof b, "%.0fus", secs * 1e6);
-        return b;
-    }
-    static std::string metrics(const logs& l) {
-        std::string s;
-        char b[64];
-        for (auto& [k, v] : l.items()) {
-            std::snprintf(b, sizeof b, " - %s: %.4f", k.c_str(), v);
-            s += b;
-        }
-        return s;
-    }
+    TYPEFLOW_DECL std::string counter() const;
+    TYPEFLOW_DECL std::string bar(bool done = false) const;
+    TYPEFLOW_DECL std::string eta(clock::time_point now) const;
 
     std::FILE* out_;
     int verbose_;
@@ -208,23 +143,9 @@ private:
 class tensorboard_callback : public callback {
 public:
     explicit tensorboard_callback(std::string logdir) : dir_(std::move(logdir)) {}
-    void on_train_begin(logs&) override {
-        if (!train_) train_ = std::make_unique<io::summary_writer>(dir_ + "/train");
-        if (!validation_) validation_ = std::make_unique<io::summary_writer>(dir_ + "/validation");
-    }
-    void on_epoch_end(int epoch, logs& l) override {
-        for (auto& [k, v] : l.items()) {
-            if (k.rfind("val_", 0) == 0) validation_->scalar("epoch_" + k.substr(4), v, epoch);
-            else train_->scalar("epoch_" + k, v, epoch);
-        }
-        if (model) train_->scalar("epoch_learning_rate", model->learning_rate(), epoch);
-        train_->flush();
-        validation_->flush();
-    }
-    void on_train_end(logs&) override {
-        if (train_) train_->flush();
-        if (validation_) validation_->flush();
-    }
+    TYPEFLOW_DECL void on_train_begin(logs&) override;
+    TYPEFLOW_DECL void on_epoch_end(int epoch, logs& l) override;
+    TYPEFLOW_DECL void on_train_end(logs&) override;
 
 private:
     std::string dir_;
@@ -247,16 +168,7 @@ struct model_checkpoint_options {
 class model_checkpoint_callback : public callback {
 public:
     model_checkpoint_callback(std::string dir, model_checkpoint_options o) : dir_(std::move(dir)), o_(std::move(o)) {}
-    void on_epoch_end(int epoch, logs& l) override {
-        if (o_.save_best_only) {
-            const double* v = l.find(o_.monitor);
-            if (!v) throw typeflow::error("model_checkpoint: save_best_only monitors '" + o_.monitor + "', which the logs do not have");
-            const bool better = o_.maximize ? *v > best_ : *v < best_;
-            if (!better) return;
-            best_ = *v;
-        }
-        last_path_ = model->save_checkpoint(dir_, epoch + 1, o_.keep);
-    }
+    TYPEFLOW_DECL void on_epoch_end(int epoch, logs& l) override;
     /// The path of the last checkpoint written ("" before the first).
     const std::string& last_path() const noexcept { return last_path_; }
 
@@ -275,8 +187,8 @@ inline std::shared_ptr<model_checkpoint_callback> model_checkpoint(std::string d
 class learning_rate_scheduler_callback : public callback {
 public:
     explicit learning_rate_scheduler_callback(std::function<double(int, double)> f) : f_(std::move(f)) {}
-    void on_epoch_begin(int epoch, logs&) override { model->set_learning_rate(f_(epoch, model->learning_rate())); }
-    void on_epoch_end(int, logs& l) override { l.set("learning_rate", model->learning_rate()); }
+    TYPEFLOW_DECL void on_epoch_begin(int epoch, logs&) override;
+    TYPEFLOW_DECL void on_epoch_end(int, logs& l) override;
 
 private:
     std::function<double(int, double)> f_;
@@ -297,28 +209,8 @@ struct early_stopping_options {
 class early_stopping_callback : public callback {
 public:
     explicit early_stopping_callback(early_stopping_options o) : o_(std::move(o)) {}
-    void on_train_begin(logs&) override {
-        wait_ = 0;
-        stopped_epoch_ = -1;
-        best_ = o_.maximize ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-        best_weights_.reset();
-    }
-    void on_epoch_end(int epoch, logs& l) override {
-        const double* v = l.find(o_.monitor);
-        if (!v) throw typeflow::error("early_stopping: monitors '" + o_.monitor + "', which the logs do not have");
-        const bool better = o_.maximize ? *v > best_ + o_.min_delta : *v < best_ - o_.min_delta;
-        if (better) {
-            best_ = *v;
-            wait_ = 0;
-            if (o_.restore_best_weights) best_weights_ = model->snapshot_weights();
-            return;
-        }
-        if (++wait_ > o_.patience) {
-            stopped_epoch_ = epoch;
-            model->stop_training = true;
-            if (o_.restore_best_weights && best_weights_) model->restore_weights(best_weights_);
-        }
-    }
+    TYPEFLOW_DECL void on_train_begin(logs&) override;
+    TYPEFLOW_DECL void on_epoch_end(int epoch, logs& l) override;
     /// The epoch training stopped after, or -1.
     int stopped_epoch() const noexcept { return stopped_epoch_; }
 
@@ -336,23 +228,8 @@ inline std::shared_ptr<early_stopping_callback> early_stopping(early_stopping_op
 class csv_logger_callback : public callback {
 public:
     csv_logger_callback(std::string path, bool append) : path_(std::move(path)), append_(append) {}
-    void on_train_begin(logs&) override {
-        header_written_ = append_ && std::ifstream(path_).peek() != std::ifstream::traits_type::eof();
-        f_.reset(std::fopen(path_.c_str(), append_ ? "a" : "w"));
-        if (!f_) throw typeflow::error("csv_logger: cannot open '" + path_ + "' for writing");
-    }
-    void on_epoch_end(int epoch, logs& l) override {
-        if (!header_written_) {
-            std::string h = "epoch";
-            for (auto& [k, v] : l.items()) h += "," + k;
-            std::fprintf(f_.get(), "%s\n", h.c_str());
-            header_written_ = true;
-        }
-        std::fprintf(f_.get(), "%d", epoch);
-        for (auto& [k, v] : l.items()) std::fprintf(f_.get(), ",%.17g", v);
-        std::fprintf(f_.get(), "\n");
-        std::fflush(f_.get());
-    }
+    TYPEFLOW_DECL void on_train_begin(logs&) override;
+    TYPEFLOW_DECL void on_epoch_end(int epoch, logs& l) override;
     void on_train_end(logs&) override { f_.reset(); }
 
 private:
@@ -392,3 +269,7 @@ struct lambda_callback : callback {
 };
 
 }  // namespace typeflow::models
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/models/impl/callbacks.ipp>
+#endif

@@ -4,6 +4,7 @@
 // Member iterators are compared with < because C++20 makes their != ambiguous.
 
 #include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/core/json_depth.hpp>
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -11,10 +12,21 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace typeflow::dist {
 
@@ -49,11 +61,160 @@ TYPEFLOW_DIST_DECL std::pair<std::string, unsigned short> split_address(std::str
         if (host.find(':') != std::string_view::npos) return fail("IPv6 host must be in brackets");
     }
     if (host.empty()) return fail("empty host");
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return fail("port is not a number");
-    unsigned long p = std::stoul(std::string(port));
+    // Decimal, leading zeros allowed ("05000" is 5000, as the resolver reads it).
+    const auto first = port.find_first_not_of('0');
+    const std::string_view digits = first == std::string_view::npos ? std::string_view("0") : port.substr(first);
+    const unsigned long p = digits.size() > 5 ? 0 : std::stoul(std::string(digits));
     if (p < 1 || p > 65535) return fail("port out of range 1..65535");
     return {std::string(host), static_cast<unsigned short>(p)};
+}
+
+namespace detail {
+
+/// An IPv4 address in dotted decimal.
+TYPEFLOW_DIST_DECL std::string ipv4_string(const in_addr& a) {
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return buf;
+}
+
+/// An IPv6 address in RFC 5952 form, bracketed; an IPv4-mapped one
+/// (::ffff:a.b.c.d, the same socket as a.b.c.d) as its IPv4 address.
+TYPEFLOW_DIST_DECL std::string ipv6_string(const in6_addr& a) {
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+        in_addr v4;
+        std::memcpy(&v4, a.s6_addr + 12, 4);
+        return ipv4_string(v4);
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET6, &a, buf, sizeof buf);
+    return "[" + std::string(buf) + "]";
+}
+
+TYPEFLOW_DIST_DECL std::string lower_case(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+/// `localhost` as the transport reaches it: the first address the resolver
+/// gives for it (the transport's acceptor binds that one, and a connection
+/// tries it first); empty if it does not resolve.
+TYPEFLOW_DIST_DECL std::string resolve_localhost(const std::string& host) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || !res) return {};
+    std::string out;
+    if (res->ai_family == AF_INET) out = ipv4_string(reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr);
+    else if (res->ai_family == AF_INET6) out = ipv6_string(reinterpret_cast<const sockaddr_in6*>(res->ai_addr)->sin6_addr);
+    ::freeaddrinfo(res);
+    return out;
+}
+
+/// The host part of canonical_address.
+TYPEFLOW_DIST_DECL std::string canonical_host(const std::string& host, bool bracketed) {
+    if (bracketed) {
+        in6_addr a6;
+        if (::inet_pton(AF_INET6, host.c_str(), &a6) == 1) return ipv6_string(a6);
+        // With a zone index ("fe80::1%eth0"): the address in lower case,
+        // the interface name as written.
+        const auto zone = host.find('%');
+        return "[" + lower_case(host.substr(0, zone)) + (zone == std::string::npos ? "" : host.substr(zone)) + "]";
+    }
+    // A numeric IPv4 host in any form the resolver accepts (inet_aton:
+    // "127.1", "127.000.000.001", "0x7f.0.0.1").
+    if (std::all_of(host.begin(), host.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'x' || c == 'X'; })) {
+        in_addr a4;
+        if (::inet_aton(host.c_str(), &a4) != 0) return ipv4_string(a4);
+    }
+    std::string name = lower_case(host); // host names are case-insensitive
+    if (name.size() > 1 && name.back() == '.') name.pop_back(); // "host." is "host"
+    if (name == "localhost")
+        if (auto a = resolve_localhost(host); !a.empty()) return a;
+    return name;
+}
+
+} // namespace detail
+
+TYPEFLOW_DIST_DECL std::string canonical_address(std::string_view address, std::string_view what) {
+    auto [host, port] = split_address(address, what);
+    return detail::canonical_host(host, !address.empty() && address.front() == '[') + ":" + std::to_string(port);
+}
+
+namespace detail {
+
+/// An integer option: its JSON key, its transport_options field, unit and range.
+struct option_field {
+    const char* key;
+    const char* field;
+    const char* unit;
+    std::uint64_t min, max;
+};
+
+TYPEFLOW_DIST_DECL const option_field* find_option(std::string_view key) {
+    constexpr std::uint64_t dmax = static_cast<std::uint64_t>(transport_options::max_duration_count);
+    constexpr std::uint64_t bmax = transport_options::max_buffer_bytes;
+    constexpr std::uint64_t smax = SIZE_MAX;
+    static constexpr option_field table[] = {
+        {"heartbeat_timeout_ms", "heartbeat_timeout", "ms", 1, dmax},
+        {"connect_timeout_ms", "connect_timeout", "ms", 1, dmax},
+        {"handshake_timeout_ms", "handshake_timeout", "ms", 1, dmax},
+        {"op_timeout_ms", "op_timeout", "ms", 1, dmax},
+        {"spin_wait_us", "spin_wait", "us", 0, dmax},
+        {"max_frame_bytes", "max_frame_bytes", "bytes", 1, bmax},
+        {"segment_bytes", "segment_bytes", "bytes", 1, bmax},
+        {"max_unexpected_bytes", "max_unexpected_bytes", "bytes", 1, bmax},
+        {"caller_read_bytes", "caller_read_bytes", "bytes", 1, smax},
+        {"send_thread_bytes", "send_thread_bytes", "bytes", 1, smax},
+    };
+    for (const auto& f : table)
+        if (key == f.key || key == f.field) return &f;
+    return nullptr;
+}
+
+TYPEFLOW_DIST_DECL std::string range_string(const option_field& f) {
+    return std::to_string(f.min) + ".." + std::to_string(f.max) + " " + f.unit;
+}
+
+/// Throws unless `v` is in f's range; `name` is how the message names it.
+TYPEFLOW_DIST_DECL void check_option(std::string_view origin, const std::string& name, const option_field& f, std::int64_t v) {
+    if (v >= 0 && static_cast<std::uint64_t>(v) >= f.min && static_cast<std::uint64_t>(v) <= f.max) return;
+    throw error(std::string(origin) + ": " + name + " is " + std::to_string(v) + ", outside the allowed range " + range_string(f));
+}
+TYPEFLOW_DIST_DECL void check_option(std::string_view origin, const std::string& name, const option_field& f, std::uint64_t v) {
+    if (v >= f.min && v <= f.max) return;
+    throw error(std::string(origin) + ": " + name + " is " + std::to_string(v) + ", outside the allowed range " + range_string(f));
+}
+
+} // namespace detail
+
+TYPEFLOW_DIST_DECL void check_options(const transport_options& o, std::string_view origin) {
+    auto dur = [&](const char* key, std::int64_t v) {
+        const auto& f = *detail::find_option(key);
+        detail::check_option(origin, std::string("transport_options.") + f.field, f, v);
+    };
+    auto size = [&](const char* key, std::size_t v) {
+        const auto& f = *detail::find_option(key);
+        detail::check_option(origin, std::string("transport_options.") + f.field, f, static_cast<std::uint64_t>(v));
+    };
+    dur("heartbeat_timeout_ms", o.heartbeat_timeout.count());
+    dur("connect_timeout_ms", o.connect_timeout.count());
+    dur("handshake_timeout_ms", o.handshake_timeout.count());
+    dur("op_timeout_ms", o.op_timeout.count());
+    dur("spin_wait_us", o.spin_wait.count());
+    size("max_frame_bytes", o.max_frame_bytes);
+    size("segment_bytes", o.segment_bytes);
+    size("max_unexpected_bytes", o.max_unexpected_bytes);
+    size("caller_read_bytes", o.caller_read_bytes);
+    size("send_thread_bytes", o.send_thread_bytes);
+    if (o.segment_bytes > o.max_frame_bytes)
+        throw error(std::string(origin) + ": transport_options.segment_bytes exceeds transport_options.max_frame_bytes (" +
+                    std::to_string(o.segment_bytes) + " > " + std::to_string(o.max_frame_bytes) + ")");
 }
 
 TYPEFLOW_DIST_DECL int cluster_spec::size() const noexcept { return static_cast<int>(chief.size() + worker.size() + ps.size()); }
@@ -123,8 +284,15 @@ TYPEFLOW_DIST_DECL void reject_duplicate_keys(const rapidjson::Value& obj, const
 TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::string_view origin_sv) {
     using detail::json_type_name;
     const std::string origin(origin_sv);
+    if (const std::size_t depth = typeflow::detail::json_nesting_depth(json);
+        depth > typeflow::detail::max_json_depth)
+        throw error(origin + ": JSON nested more than " + std::to_string(typeflow::detail::max_json_depth) +
+                    " levels deep (a cluster spec needs 3)");
     rapidjson::Document doc;
-    doc.Parse<rapidjson::kParseFullPrecisionFlag>(json.data(), json.size());
+    // Integers parse exactly in RapidJSON's default mode; its full-precision
+    // mode has undefined behaviour on a zero with an exponent ("0e50",
+    // Tencent/rapidjson#1249, fixed after the 1.1.0 that Debian ships).
+    doc.Parse(json.data(), json.size());
     if (doc.HasParseError()) {
         std::size_t off = doc.GetErrorOffset(), line = 1, col = 1;
         for (std::size_t i = 0; i < off && i < json.size(); ++i) {
@@ -205,23 +373,48 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::
                     opt.adaptive_spin = o->value.GetBool();
                     continue;
                 }
-                if (!o->value.IsInt64() || o->value.GetInt64() <= 0)
-                    throw error(origin + ": options." + ok + " must be a positive integer");
-                const auto n = o->value.GetInt64();
-                if (ok == "heartbeat_timeout_ms") opt.heartbeat_timeout = std::chrono::milliseconds(n);
-                else if (ok == "connect_timeout_ms") opt.connect_timeout = std::chrono::milliseconds(n);
-                else if (ok == "handshake_timeout_ms") opt.handshake_timeout = std::chrono::milliseconds(n);
-                else if (ok == "op_timeout_ms") opt.op_timeout = std::chrono::milliseconds(n);
+                const detail::option_field* f = detail::find_option(ok);
+                if (!f || ok != f->key) throw error(origin + ": options: unknown key \"" + ok + "\"");
+                // Every other option is an integer within its range (see
+                // transport_options), checked before it is converted.
+                const auto& val = o->value;
+                const std::string name = "options." + ok;
+                if (!val.IsNumber())
+                    throw error(origin + ": " + name + " must be an integer in " + detail::range_string(*f) + ", got " +
+                                json_type_name(val));
+                std::uint64_t n = 0;
+                if (val.IsUint64()) {
+                    n = val.GetUint64();
+                    detail::check_option(origin, name, *f, n);
+                } else if (val.IsInt64()) { // negative
+                    detail::check_option(origin, name, *f, val.GetInt64());
+                } else { // a fraction, an exponent, or beyond 64 bits
+                    const double d = val.GetDouble();
+                    char shown[32];
+                    std::snprintf(shown, sizeof shown, "%.17g", d);
+                    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) >= 9.2e18)
+                        throw error(origin + ": " + name + " is " + shown + ", outside the allowed range " +
+                                    detail::range_string(*f));
+                    throw error(origin + ": " + name + " must be an integer in " + detail::range_string(*f) + ", got " +
+                                shown + (std::isfinite(d) && std::floor(d) == d ? " (written with a fraction or exponent)" : ""));
+                }
+                // In range: converts without overflow.
+                const auto i = static_cast<std::int64_t>(n);
+                if (ok == "heartbeat_timeout_ms") opt.heartbeat_timeout = std::chrono::milliseconds(i);
+                else if (ok == "connect_timeout_ms") opt.connect_timeout = std::chrono::milliseconds(i);
+                else if (ok == "handshake_timeout_ms") opt.handshake_timeout = std::chrono::milliseconds(i);
+                else if (ok == "op_timeout_ms") opt.op_timeout = std::chrono::milliseconds(i);
+                else if (ok == "spin_wait_us") opt.spin_wait = std::chrono::microseconds(i);
                 else if (ok == "max_frame_bytes") opt.max_frame_bytes = static_cast<std::size_t>(n);
                 else if (ok == "segment_bytes") opt.segment_bytes = static_cast<std::size_t>(n);
                 else if (ok == "max_unexpected_bytes") opt.max_unexpected_bytes = static_cast<std::size_t>(n);
                 else if (ok == "caller_read_bytes") opt.caller_read_bytes = static_cast<std::size_t>(n);
                 else if (ok == "send_thread_bytes") opt.send_thread_bytes = static_cast<std::size_t>(n);
-                else if (ok == "spin_wait_us") opt.spin_wait = std::chrono::microseconds(n);
-                else throw error(origin + ": options: unknown key \"" + ok + "\"");
             }
             if (spec.options.segment_bytes > spec.options.max_frame_bytes)
-                throw error(origin + ": options.segment_bytes exceeds options.max_frame_bytes");
+                throw error(origin + ": options.segment_bytes exceeds options.max_frame_bytes (" +
+                            std::to_string(spec.options.segment_bytes) + " > " +
+                            std::to_string(spec.options.max_frame_bytes) + ")");
         } else if (key == "environment") {
             // TF_CONFIG compatibility; ignored.
         } else {
@@ -233,11 +426,22 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::
     if (spec.size() == 0) throw error(origin + ": the cluster has no tasks");
     if (spec.chief.size() > 1) throw error(origin + ": cluster.chief has " + std::to_string(spec.chief.size()) + " entries; at most one");
     if (spec.chief.empty() && spec.worker.empty()) throw error(origin + ": the cluster needs a chief or at least one worker");
-    std::set<std::string> addrs;
-    for (int r = 0; r < spec.size(); ++r)
-        if (!addrs.insert(spec.address_of(r)).second)
-            throw error(origin + ": address " + spec.address_of(r) + " is used by two tasks (second: " +
-                        spec.task_of(r).name() + ")");
+    // One task per endpoint, however its address is spelled
+    // ("localhost:5000", "127.0.0.1:05000"; see canonical_address).
+    auto field = [&](int r) {
+        const auto t = spec.task_of(r);
+        return "cluster." + std::string(name_of(t.type)) + "[" + std::to_string(t.index) + "]";
+    };
+    std::map<std::string, int> endpoints; // canonical address -> rank
+    for (int r = 0; r < spec.size(); ++r) {
+        auto [it, fresh] = endpoints.emplace(canonical_address(spec.address_of(r), origin + ": " + field(r)), r);
+        if (!fresh) {
+            const int q = it->second;
+            throw error(origin + ": address " + it->first + " is used by two tasks: " + spec.task_of(q).name() + " (" +
+                        field(q) + " \"" + spec.address_of(q) + "\") and " + spec.task_of(r).name() + " (" + field(r) +
+                        " \"" + spec.address_of(r) + "\")");
+        }
+    }
     const auto count = spec.task.type == role::chief ? spec.chief.size()
                        : spec.task.type == role::worker ? spec.worker.size()
                                                         : spec.ps.size();

@@ -112,7 +112,13 @@ TYPEFLOW_DIST_DECL void ring_collective::set_segment_bytes(std::size_t bytes) {
 
 TYPEFLOW_DIST_DECL int ring_collective::rank() const noexcept { return t_->rank(); }
 TYPEFLOW_DIST_DECL int ring_collective::size() const noexcept { return t_->size(); }
-TYPEFLOW_DIST_DECL void ring_collective::set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+TYPEFLOW_DIST_DECL void ring_collective::set_timeout(std::chrono::milliseconds t) {
+    // The range of transport_options::op_timeout: `now + t` cannot overflow.
+    if (t.count() < 1 || t.count() > transport_options::max_duration_count)
+        throw error("set_timeout: " + std::to_string(t.count()) + " ms is outside the allowed range 1.." +
+                    std::to_string(transport_options::max_duration_count) + " ms");
+    timeout_ = t;
+}
 
 TYPEFLOW_DIST_DECL std::chrono::steady_clock::time_point ring_collective::deadline() const {
     send_deadline_ = std::chrono::steady_clock::now() + timeout_;

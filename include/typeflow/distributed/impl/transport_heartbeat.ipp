@@ -51,6 +51,11 @@ TYPEFLOW_DIST_DECL void transport_impl::send_goodbye(peer_state& p) {
     send_small(p, frame_type::goodbye);
 }
 
+/// Caller (the destructor, or the constructor that failed). Descriptors are
+/// closed only where no other thread can still use them: the peers' sockets
+/// on the I/O thread, after the sender thread has been joined (other threads
+/// only ever shut a socket down, never close it); the eventfd of queued sends
+/// after both the sender thread and the I/O thread have been joined.
 TYPEFLOW_DIST_DECL void transport_impl::shutdown() {
     stop_sender(); // before the goodbyes: nothing is written after them
     if (thread.joinable()) {
@@ -96,6 +101,7 @@ TYPEFLOW_DIST_DECL void transport_impl::shutdown() {
         });
         thread.join();
     }
+    close_send_efd(); // the sender and I/O threads are gone: nobody signals it now
 }
 
 } // namespace typeflow::dist::detail

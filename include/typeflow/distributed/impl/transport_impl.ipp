@@ -212,7 +212,15 @@ struct transport_impl {
     std::deque<std::shared_ptr<req_state>> sq;   // queued data frames, all peers, in order
     bool sq_stop = false;
     std::atomic<int> send_waiters{0};            // callers waiting for a queued send
-    int send_efd = -1;                           // eventfd: a queued send completed (or failure)
+    /// eventfd: a queued send completed (or the transport failed). Created
+    /// by the first queue_send (under sq_mu, before the sender thread
+    /// starts); written by the sender thread and by the I/O thread
+    /// (finalize_failure), read by callers waiting for a queued send.
+    /// Atomic because the I/O thread may load it while a caller creates it;
+    /// closed only by shutdown once the sender thread and the I/O thread
+    /// have both been joined (close_send_efd), so neither can write to it
+    /// after it is closed, nor to another descriptor given its number.
+    std::atomic<int> send_efd{-1};
     /// Held by the sender thread around each write syscall (after checking
     /// `failed`) and by finalize_failure while it sets `failed`: once a
     /// caller sees the failure, the sender reads no user buffer again.
@@ -221,6 +229,9 @@ struct transport_impl {
     std::thread thread;
 
     explicit transport_impl(const cluster_spec& s) : spec(s), opt(s.options) {
+        // Options set in code are held to the ranges a parsed spec is
+        // (a deadline `now + op_timeout`, the spin budget in ns: no overflow).
+        check_options(opt, spec.task.name());
         spin_budget_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(opt.spin_wait).count());
         rank = spec.rank();
         size = spec.size();
@@ -308,6 +319,7 @@ struct transport_impl {
     void queue_send(peer_state& p, const std::shared_ptr<req_state>& r);
     void sender_loop();
     void stop_sender();
+    void close_send_efd();
     void send_small(peer_state& p, frame_type t);
 
     // a caller's wait (transport_wait.ipp)

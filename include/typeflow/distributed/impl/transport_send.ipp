@@ -214,10 +214,12 @@ TYPEFLOW_DIST_DECL bool transport_impl::use_sender(const peer_state& p, const re
     return r.h.length >= opt.send_thread_bytes || p.queued.load() > 0;
 }
 
+/// Sender thread or I/O thread (both joined before the eventfd is closed).
 TYPEFLOW_DIST_DECL void transport_impl::signal_send_done() {
-    if (send_efd >= 0 && send_waiters.load() > 0) {
+    const int efd = send_efd.load(std::memory_order_acquire);
+    if (efd >= 0 && send_waiters.load() > 0) {
         const std::uint64_t one = 1;
-        (void)!::write(send_efd, &one, sizeof one);
+        (void)!::write(efd, &one, sizeof one);
     }
 }
 
@@ -231,7 +233,8 @@ TYPEFLOW_DIST_DECL void transport_impl::queue_send(peer_state& p, const std::sha
     {
         std::lock_guard lk(sq_mu);
         if (!sender.joinable()) {
-            send_efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+            if (send_efd.load(std::memory_order_relaxed) < 0)
+                send_efd.store(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), std::memory_order_release);
             sender = std::thread([this] { sender_loop(); });
         }
         sq.push_back(r);
@@ -265,7 +268,9 @@ TYPEFLOW_DIST_DECL void transport_impl::sender_loop() {
     }
 }
 
-/// Stops the sender thread; frames still queued are dropped unwritten.
+/// Stops the sender thread; frames still queued are dropped unwritten. The
+/// eventfd stays open: the I/O thread may still signal it (a failure
+/// finalized during shutdown); shutdown closes it after joining that thread.
 TYPEFLOW_DIST_DECL void transport_impl::stop_sender() {
     {
         std::lock_guard lk(sq_mu);
@@ -278,8 +283,12 @@ TYPEFLOW_DIST_DECL void transport_impl::stop_sender() {
     }
     sq_cv.notify_all();
     if (sender.joinable()) sender.join();
-    if (send_efd >= 0) ::close(send_efd);
-    send_efd = -1;
+}
+
+/// Shutdown, once no thread of the transport but the caller's runs: closes
+/// the eventfd of queued sends.
+TYPEFLOW_DIST_DECL void transport_impl::close_send_efd() {
+    if (const int efd = send_efd.exchange(-1); efd >= 0) ::close(efd);
 }
 
 TYPEFLOW_DIST_DECL void transport_impl::send_small(peer_state& p, frame_type t) {

@@ -140,14 +140,15 @@ TYPEFLOW_DIST_DECL void transport_impl::wait_send(const req_state& r, clock::tim
         if (now >= deadline) wait_timed_out(r);
         pollfd pf[max_poll];
         int nf = 0;
-        if (send_efd >= 0) pf[nf++] = pollfd{send_efd, POLLIN, 0};
+        const int efd = send_efd.load(std::memory_order_acquire); // open until shutdown
+        if (efd >= 0) pf[nf++] = pollfd{efd, POLLIN, 0};
         nf = read_owned(pf, nf);
         if (r.state.load(std::memory_order_acquire)) return;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
         (void)::poll(pf, static_cast<nfds_t>(nf), static_cast<int>(std::min<long long>(left, 10)));
-        if (send_efd >= 0 && nf > 0 && pf[0].revents) {
+        if (efd >= 0 && pf[0].revents) {
             std::uint64_t v;
-            (void)!::read(send_efd, &v, sizeof v);
+            (void)!::read(efd, &v, sizeof v);
         }
     }
 }
