@@ -133,28 +133,22 @@ class TypeflowConan(ConanFile):
         core.requires = ["eigen::eigen", "zlib::zlib"]
         core.defines = ["TYPEFLOW_HAVE_ZLIB"]
         if self.options.with_io or self.options.with_distributed:
-            io = self.cpp_info.components["io"]
-            io.set_property("cmake_target_name", "typeflow::io")
-            io.set_property("pkg_config_name", "typeflow-io")
-            io.includedirs = []
-            io.bindirs = []
-            io.libdirs = []
-            io.requires = ["typeflow", "cereal::cereal", "rapidjson::rapidjson"]
+            self._component("io", ["typeflow", "cereal::cereal", "rapidjson::rapidjson"])
         if self.options.with_distributed:
-            dist = self.cpp_info.components["distributed"]
-            dist.set_property("cmake_target_name", "typeflow::distributed")
-            dist.set_property("pkg_config_name", "typeflow-distributed")
-            dist.includedirs = []
-            dist.bindirs = []
-            dist.libdirs = []
-            dist.requires = ["io", "boost::headers", "openssl::crypto"]
+            dist = self._component("distributed", ["io", "boost::headers", "openssl::crypto"])
             if self.settings.os in ("Linux", "FreeBSD"):
                 dist.system_libs = ["pthread"]
         if self.options.with_cuda:
-            cuda = self.cpp_info.components["cuda"]
-            cuda.set_property("cmake_target_name", "typeflow::cuda")
-            cuda.includedirs = []
-            cuda.bindirs = []
-            cuda.libdirs = []
-            cuda.requires = ["typeflow"]
+            cuda = self._component("cuda", ["typeflow"])
             cuda.system_libs = ["cudart", "cublas", "cublasLt", "cudnn", "nccl"]
+
+    def _component(self, name, requires):
+        """A header-only component typeflow::<name> that requires the given components."""
+        c = self.cpp_info.components[name]
+        c.set_property("cmake_target_name", f"typeflow::{name}")
+        c.set_property("pkg_config_name", f"typeflow-{name}")
+        c.includedirs = []
+        c.bindirs = []
+        c.libdirs = []
+        c.requires = requires
+        return c

@@ -25,6 +25,17 @@
 
 set(_typeflow_component_names io distributed cuda)
 
+# An imported target for a header-only dependency: linking its own target
+# when its package has one (link), else carrying its include directory (inc).
+function(_typeflow_dep_target target link inc)
+  add_library(${target} INTERFACE IMPORTED)
+  if(link)
+    set_target_properties(${target} PROPERTIES INTERFACE_LINK_LIBRARIES "${link}")
+  else()
+    set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${inc}")
+  endif()
+endfunction()
+
 # Cereal (header-only). Debian's libcereal-dev and vcpkg/Conan ship a CMake
 # package with cereal::cereal (older Cereal: a target named `cereal`);
 # otherwise look for the headers.
@@ -45,12 +56,7 @@ function(_typeflow_find_cereal found_var why_var)
         return()
       endif()
     endif()
-    add_library(typeflow_deps::cereal INTERFACE IMPORTED)
-    if(_link)
-      set_target_properties(typeflow_deps::cereal PROPERTIES INTERFACE_LINK_LIBRARIES "${_link}")
-    else()
-      set_target_properties(typeflow_deps::cereal PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${TYPEFLOW_CEREAL_INCLUDE_DIR}")
-    endif()
+    _typeflow_dep_target(typeflow_deps::cereal "${_link}" "${TYPEFLOW_CEREAL_INCLUDE_DIR}")
   endif()
   set(${found_var} TRUE PARENT_SCOPE)
 endfunction()
@@ -88,12 +94,7 @@ function(_typeflow_find_rapidjson found_var why_var)
         return()
       endif()
     endif()
-    add_library(typeflow_deps::rapidjson INTERFACE IMPORTED)
-    if(_link)
-      set_target_properties(typeflow_deps::rapidjson PROPERTIES INTERFACE_LINK_LIBRARIES "${_link}")
-    else()
-      set_target_properties(typeflow_deps::rapidjson PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_inc}")
-    endif()
+    _typeflow_dep_target(typeflow_deps::rapidjson "${_link}" "${_inc}")
   endif()
   set(${found_var} TRUE PARENT_SCOPE)
 endfunction()

@@ -64,15 +64,20 @@ def check_identifier(errors, what, name, pattern=IDENTIFIER):
         errors.append(f"{what}: {name!r} is a reserved name")
 
 
+def check_fields(errors, message, obj, allowed):
+    """Reports the fields of obj that are neither allowed nor comments ("$...")."""
+    extra = {k for k in obj if k not in allowed and not k.startswith("$")}
+    if extra:
+        errors.append(f"{message} {sorted(extra)}")
+
+
 def check_dependency(errors, where, dep, port_name, features):
     if isinstance(dep, str):
         dep = {"name": dep}
     elif not isinstance(dep, dict):
         errors.append(f"{where}: a dependency must be a string or an object, not {dep!r}")
         return
-    extra = {k for k in dep if k not in DEPENDENCY_KEYS and not k.startswith("$")}
-    if extra:
-        errors.append(f"{where}: unknown dependency fields {sorted(extra)}")
+    check_fields(errors, f"{where}: unknown dependency fields", dep, DEPENDENCY_KEYS)
     name = dep.get("name")
     if name is None:
         errors.append(f"{where}: dependency without a name")
@@ -117,9 +122,7 @@ def main(port_dir):
         print(f"vcpkg_manifest_check: {manifest_path}: the top level must be an object", file=sys.stderr)
         return 1
 
-    extra = {k for k in manifest if k not in TOP_LEVEL_KEYS and not k.startswith("$")}
-    if extra:
-        errors.append(f"unknown top-level fields {sorted(extra)}")
+    check_fields(errors, "unknown top-level fields", manifest, TOP_LEVEL_KEYS)
 
     name = manifest.get("name")
     if name is None:
@@ -165,9 +168,7 @@ def main(port_dir):
         if not isinstance(feature, dict):
             errors.append(f"feature {fname!r} must be an object")
             continue
-        extra = {k for k in feature if k not in FEATURE_KEYS and not k.startswith("$")}
-        if extra:
-            errors.append(f"feature {fname!r}: unknown fields {sorted(extra)}")
+        check_fields(errors, f"feature {fname!r}: unknown fields", feature, FEATURE_KEYS)
         if "description" not in feature:
             errors.append(f"feature {fname!r} has no description")
         elif not is_string_or_strings(feature["description"]) or not feature["description"]:
