@@ -155,3 +155,81 @@ TEMPLATE_TEST_CASE("grad: ops without a gradient give a static zero", "[grad]", 
     auto y = tf::sum(a);
     CHECK(s.run(tf::grad(y, y))[0] == 1.0);
 }
+
+namespace {
+// Central finite differences of the scalar y (fetched with the feeds of fx
+// and more...) with respect to each element of the tensor fed to x; compared
+// with grad's value g, which must have the feed's shape.
+template <class Y, class X, class... More>
+void check_fed_gradient(const std::string& what, const Y& y, const X& x, tf::tensor<double> xt, const More&... more) {
+    INFO(what);
+    tf::session s;
+    const tf::tensor<double> g = s.run(tf::grad(y, x), tf::feed(x, xt), more...);
+    REQUIRE(g.dims() == xt.dims());
+    const double h = 1e-5;
+    double worst = 0;
+    for (tf::index_t i = 0; i < xt.size(); ++i) {
+        const double x0 = xt[i];
+        xt[i] = x0 + h;
+        const double yp = s.run(y, tf::feed(x, xt), more...).item();
+        xt[i] = x0 - h;
+        const double ym = s.run(y, tf::feed(x, xt), more...).item();
+        xt[i] = x0;
+        const double num = (yp - ym) / (2 * h);
+        worst = std::max(worst, std::abs(g[i] - num) / std::max({1.0, std::abs(g[i]), std::abs(num)}));
+    }
+    CHECK(worst <= 1e-6);
+}
+tf::tensor<double> filled(const tf::dims& d, double from) {
+    tf::tensor<double> t(d);
+    for (tf::index_t i = 0; i < t.size(); ++i) t[i] = from + 0.37 * double(i) - 0.05 * double(i * i % 7);
+    return t;
+}
+}  // namespace
+
+// A dyn extent fed as 1 and broadcast against a larger one: the gradient has
+// the feed's shape, summed over the broadcast axis (it had the broadcast
+// shape, [3,4] for a [1,4] feed). Whether the feed was broadcast is known only
+// per run, so one graph serves feeds that are and are not broadcast.
+TEMPLATE_TEST_CASE("grad: a dyn extent fed as 1 and broadcast gets a gradient of the feed's shape", "[grad][dyn]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", double, shape<tf::dyn, 4>, D> x;
+    tf::variable<"c", double, shape<3, 4>, D> c{tf::init::uniform{-1, 1, 31}};
+    {  // the defect's own case: sum(x + c), d/dx = 3 per element for a [1,4] feed
+        tf::session s;
+        const tf::tensor<double> g = s.run(tf::grad(tf::sum(x + c), x), tf::feed(x, filled({1, 4}, 0.5)));
+        CHECK(g.dims() == tf::dims{1, 4});
+        for (tf::index_t i = 0; i < g.size(); ++i) CHECK(g[i] == 3.0);
+    }
+    const auto y = tf::sum(tf::square(tf::tanh(x * c) + x));
+    check_fed_gradient("[1,4] against [3,4]", y, x, filled({1, 4}, -0.6));
+    check_fed_gradient("[3,4] against [3,4]", y, x, filled({3, 4}, -0.6));
+    // a rank-1 dyn feed against [3,4]: the leading axis and the fed 1 are both summed
+    tf::placeholder<"v", double, shape<tf::dyn>, D> v;
+    const auto yv = tf::sum(tf::exp(v * c * 0.3));
+    check_fed_gradient("[1] against [3,4]", yv, v, filled({1}, 0.2));
+    check_fed_gradient("[4] against [3,4]", yv, v, filled({4}, 0.2));
+    // dyn against dyn: which operand is broadcast is decided by the feeds
+    tf::placeholder<"z", double, shape<tf::dyn, tf::dyn>, D> z;
+    tf::placeholder<"w", double, shape<tf::dyn, 1>, D> w;
+    const auto yz = tf::sum(tf::square(x * z + w));
+    const tf::tensor<double> z34 = filled({3, 4}, 0.1), z14 = filled({1, 4}, 0.1), w31 = filled({3, 1}, -0.3),
+                             w11 = filled({1, 1}, -0.3);
+    check_fed_gradient("x [1,4] with z [3,4], w [3,1]", yz, x, filled({1, 4}, 0.4), tf::feed(z, z34), tf::feed(w, w31));
+    check_fed_gradient("z [1,4] with x [3,4], w [1,1]", yz, z, z14.clone(), tf::feed(x, filled({3, 4}, 0.4)),
+                       tf::feed(w, w11));
+    check_fed_gradient("w [1,1] with x [3,4], z [3,4]", yz, w, w11.clone(), tf::feed(x, filled({3, 4}, 0.4)),
+                       tf::feed(z, z34));
+    check_fed_gradient("w [3,1] with x [1,4], z [1,4]", yz, w, w31.clone(), tf::feed(x, filled({1, 4}, 0.4)),
+                       tf::feed(z, z14));
+    // a rank-1 dyn feed against a [1,?] operand: the leading axis of 1 is summed, or passed through
+    tf::placeholder<"r", double, shape<1, tf::dyn>, D> r;
+    const auto yr = tf::sum(tf::sin(v * r));
+    check_fed_gradient("[4] against [1,4]", yr, v, filled({4}, 0.2), tf::feed(r, filled({1, 4}, 0.7)));
+    check_fed_gradient("[1] against [1,4]", yr, v, filled({1}, 0.2), tf::feed(r, filled({1, 4}, 0.7)));
+    check_fed_gradient("[1,4] against [4]", yr, r, filled({1, 4}, 0.7), tf::feed(v, filled({4}, 0.2)));
+    check_fed_gradient("[1,1] against [4]", yr, r, filled({1, 1}, 0.7), tf::feed(v, filled({4}, 0.2)));
+    // a second derivative through the run-time sum (its gradient broadcasts back)
+    const auto gx = tf::grad(y, x);
+    check_fed_gradient("grad of sum(square(grad)) for a [1,4] feed", tf::sum(tf::square(gx)), x, filled({1, 4}, -0.6));
+}

@@ -6,14 +6,21 @@
 
 #include "io_support.hpp"
 
+#include <typeflow/core/json_depth.hpp>
+#include <typeflow/io/events.hpp>
 #include <typeflow/io/saver.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 namespace tf = typeflow;
 using iotest::same_bits;
@@ -448,4 +455,308 @@ TEST_CASE("io checkpoint: save keeps the last N, latest_checkpoint skips incompl
     for (int step = 1; step <= 6; ++step) all.save(dir.path, step);
     CHECK(tf::io::list_checkpoints(dir.path, "model").size() == 6);
     CHECK(tf::io::latest_checkpoint(dir.path, "model") == dir.path + "/model-6.tfckpt");
+}
+
+// ---------------------------------------------------------------------------
+// Bad input: byte counts that overflow, deep JSON, RapidJSON's zero numbers,
+// directories, shard names.
+// ---------------------------------------------------------------------------
+namespace {
+// A binary checkpoint (Cereal portable binary: a little-endian flag byte, then
+// little-endian values) built by hand, so records can hold what the writer
+// refuses to write.
+std::string le(std::uint64_t v, int n) {
+    std::string s;
+    for (int k = 0; k < n; ++k) s.push_back(static_cast<char>((v >> (8 * k)) & 0xFF));
+    return s;
+}
+std::string bin_string(std::string_view s) { return le(s.size(), 8) + std::string(s); }
+std::string binary_checkpoint(const std::vector<tf::io::tensor_info>& infos, const std::string& data,
+                              const std::vector<std::string>& shards = {},
+                              std::string_view magic = tf::io::detail::checkpoint_magic) {
+    std::string b(1, '\x01');
+    b += bin_string(magic) + le(tf::io::checkpoint_format_version, 4) + le(shards.size(), 8);
+    for (const auto& s : shards) b += bin_string(s);
+    b += le(infos.size(), 8);
+    for (const auto& t : infos) {
+        b += bin_string(t.name) + le(static_cast<std::uint8_t>(t.dtype), 1) + le(t.shape.rank, 4);
+        for (std::size_t i = 0; i < t.shape.rank; ++i) b += le(static_cast<std::uint64_t>(t.shape.d[i]), 8);
+        b += le(t.bytes, 8) + le(t.crc32c, 4) + le(t.shard, 4) + le(tf::io::detail::record_crc(t), 4);
+    }
+    return b + data + bin_string(tf::io::detail::end_marker);
+}
+// A JSON checkpoint with one tensor whose fields are given as JSON text.
+std::string json_checkpoint(const std::string& name, const std::string& dtype, const std::string& shape,
+                            std::uint64_t bytes, std::uint32_t crc, const std::string& values) {
+    return R"({"format": "typeflow-checkpoint", "version": 1, "shards": [], "tensors": [{"name": ")" + name +
+           R"(", "dtype": ")" + dtype + R"(", "shape": )" + shape + R"(, "bytes": )" + std::to_string(bytes) +
+           R"(, "crc32c": )" + std::to_string(crc) + R"(, "shard": 0, "values": )" + values +
+           R"(}], "end": "typeflow-checkpoint-end"})";
+}
+constexpr tf::index_t two_pow(int k) { return tf::index_t{1} << k; }
+}  // namespace
+
+TEST_CASE("io checkpoint: the binary test helper writes what write_checkpoint writes", "[io][checkpoint]") {
+    iotest::temp_dir dir;
+    const double v[2] = {1.5, -2.25};
+    tf::io::write_checkpoint(dir / "a.tfckpt", {{"v", tf::dtype::float64, tf::dims{2}, v}});
+    const std::string data(reinterpret_cast<const char*>(v), sizeof v);
+    const tf::io::tensor_info t{"v", tf::dtype::float64, tf::dims{2}, 16, tf::io::crc32c(v, sizeof v), 0};
+    CHECK(iotest::read_file(dir / "a.tfckpt") == binary_checkpoint({t}, data));
+}
+
+TEST_CASE("io checkpoint: byte counts past 2^63 - 1 and extents whose product overflows are refused", "[io][checkpoint]") {
+    using tf::io::detail::byte_count;
+    // float64 with 2^61 + 1 elements: 2^64 + 8 bytes, which wraps to 8 in 64 bits
+    CHECK_FALSE(byte_count(tf::dtype::float64, tf::dims{two_pow(61) + 1}));
+    CHECK_FALSE(byte_count(tf::dtype::float64, tf::dims{two_pow(60)}));  // 2^63 bytes
+    CHECK(byte_count(tf::dtype::float64, tf::dims{two_pow(60) - 1}) == (std::uint64_t{1} << 63) - 8);
+    CHECK(byte_count(tf::dtype::boolean, tf::dims{std::numeric_limits<tf::index_t>::max()}) ==
+          static_cast<std::uint64_t>(std::numeric_limits<tf::index_t>::max()));
+    // the element count itself wraps (2^64 elements), with or without a later zero extent
+    CHECK_FALSE(byte_count(tf::dtype::boolean, tf::dims{two_pow(32), two_pow(32)}));
+    CHECK_FALSE(byte_count(tf::dtype::int32, tf::dims{two_pow(32), two_pow(32), 0}));
+    CHECK_FALSE(byte_count(tf::dtype::int32, tf::dims{3, two_pow(62)}));
+    CHECK(byte_count(tf::dtype::int32, tf::dims{0, two_pow(40), two_pow(20)}) == 0u);
+    CHECK_FALSE(byte_count(tf::dtype::int32, tf::dims{2, -1}));
+    CHECK(byte_count(tf::dtype::int32, tf::dims{}) == 4u);
+
+    iotest::temp_dir dir;
+    const double one = 1.5;
+    SECTION("the writer refuses such a tensor, naming the file and the tensor") {
+        for (const tf::dims& d : {tf::dims{two_pow(61) + 1}, tf::dims{two_pow(32), two_pow(32), 0}, tf::dims{-2}}) {
+            const std::string path = dir / "w.tfckpt";
+            const auto msg = error_of([&] { tf::io::write_checkpoint(path, {{"huge", tf::dtype::float64, d, &one}}); });
+            INFO(msg);
+            CHECK_THAT(msg, Catch::Contains(path) && Catch::Contains("'huge'") && Catch::Contains("cannot be written"));
+            CHECK_FALSE(std::filesystem::exists(path));
+            const auto imsg = error_of([&] {
+                tf::io::write_checkpoint_index(dir / "w.index", {"s.tfckpt"}, {{"huge", tf::dtype::float64, d, 0, 0, 0}});
+            });
+            CHECK_THAT(imsg, Catch::Contains(dir / "w.index") && Catch::Contains("'huge'"));
+        }
+        const auto msg = error_of([&] { tf::io::write_checkpoint(dir / "n.tfckpt", {{"null", tf::dtype::float64, tf::dims{1}, nullptr}}); });
+        CHECK_THAT(msg, Catch::Contains("'null'") && Catch::Contains("no data"));
+    }
+    SECTION("the reader refuses a record whose byte count wrapped, and a restore changes nothing") {
+        const std::string data(reinterpret_cast<const char*>(&one), 8);
+        const tf::io::tensor_info wrapped{"x", tf::dtype::float64, tf::dims{two_pow(61) + 1}, 8, tf::io::crc32c(&one, 8), 0};
+        const std::string bin = dir / "wrapped.tfckpt", json = dir / "wrapped.json";
+        iotest::write_file(bin, binary_checkpoint({wrapped}, data));
+        iotest::write_file(json, json_checkpoint("x", "float64", "[2305843009213693953]", 8, wrapped.crc32c, "[1.5]"));
+        // the element count wraps: 2^32 x 2^32 int32 (0 elements, 0 bytes when it wraps)
+        const std::string bin2 = dir / "wrapped2.tfckpt", json2 = dir / "wrapped2.json";
+        iotest::write_file(bin2, binary_checkpoint({{"x", tf::dtype::int32, tf::dims{two_pow(32), two_pow(32)}, 0, 0, 0}}, ""));
+        iotest::write_file(json2, json_checkpoint("x", "int32", "[4294967296, 4294967296]", 0, 0, "[]"));
+        for (const auto& file : {bin, json, bin2, json2}) {
+            INFO(file);
+            const auto rmsg = error_of([&] { tf::io::checkpoint_reader r(file); });
+            CHECK_THAT(rmsg, Catch::Contains(file) && Catch::Contains("tensor 'x'") && Catch::Contains("exceeds"));
+            CHECK_FALSE(tf::io::is_complete_checkpoint(file));
+            tf::tensor<double> t({1}, {7.0});
+            tf::tensor<std::int32_t> i({1}, {7});
+            tf::io::saver s;
+            if (file == bin || file == json) s.add("x", t, tf::dims{tf::dyn});
+            else s.add("x", i, tf::dims{tf::dyn, tf::dyn});
+            const auto msg = error_of([&] { s.restore(file); });
+            CHECK_THAT(msg, Catch::Contains(file) && Catch::Contains("'x'") && Catch::Contains("no variable was changed"));
+            CHECK(t.dims() == tf::dims{1});
+            CHECK(t[0] == 7.0);
+            CHECK(i.dims() == tf::dims{1});
+        }
+    }
+}
+
+TEST_CASE("io checkpoint: JSON nested deeper than max_json_depth is refused before parsing, latest_checkpoint skips it", "[io][checkpoint]") {
+    iotest::temp_dir dir;
+    tf::variable<"v", std::int64_t, tf::shape<3>> v;
+    v.value()[0] = 11;
+    tf::io::saver s(v);
+    const auto good = s.save(dir.path, 1);
+    // 300,000 levels (a 300 KB file) overflowed the stack in RapidJSON's
+    // recursive parser; 150,000 levels ended on an assertion: either killed
+    // every process that looked for its latest checkpoint.
+    iotest::write_file(dir / "ckpt-2.json", R"({"format": )" + std::string(150000, '[') + std::string(150000, ']') + "}");
+    iotest::write_file(dir / "ckpt-3.json", R"({"format": )" + std::string(300000, '['));
+    for (const char* f : {"ckpt-2.json", "ckpt-3.json"}) {
+        const auto msg = error_of([&] { tf::io::checkpoint_reader r(dir / f); });
+        CHECK_THAT(msg, Catch::Contains(dir / f) && Catch::Contains("nested more than 64 levels"));
+        CHECK_FALSE(tf::io::is_complete_checkpoint(dir / f));
+    }
+    CHECK(tf::io::list_checkpoints(dir.path).size() == 3);  // listed (complete or not), never parsed
+    CHECK(tf::io::latest_checkpoint(dir.path) == good);
+    v.value()[0] = 5;
+    CHECK_THAT(error_of([&] { s.restore(dir / "ckpt-3.json"); }), Catch::Contains("nested") && Catch::Contains("'v'"));
+    CHECK(v.value()[0] == 5);
+    s.restore(*tf::io::latest_checkpoint(dir.path));
+    CHECK(v.value()[0] == 11);
+
+    // The limit itself: 64 levels get to the parser (and fail as no checkpoint), 65 do not.
+    const auto at_limit = R"({"format": )" + std::string(63, '[') + std::string(63, ']') + "}";
+    REQUIRE(typeflow::detail::json_nesting_depth(at_limit) == 64);
+    iotest::write_file(dir / "limit.json", at_limit);
+    const auto msg64 = error_of([&] { tf::io::checkpoint_reader r(dir / "limit.json"); });
+    CHECK_THAT(msg64, Catch::Contains(dir / "limit.json") && !Catch::Contains("nested"));
+    iotest::write_file(dir / "limit.json", R"({"format": )" + std::string(64, '[') + std::string(64, ']') + "}");
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(dir / "limit.json"); }), Catch::Contains("nested"));
+}
+
+TEST_CASE("io checkpoint: rewrite_zero_numbers turns zeros with an exponent into 0.0 and -0.0, nothing else", "[io][checkpoint]") {
+    std::string t = R"([0e50, -0.000E+9, 0.0, -0.0, 0, -0, 10e5, 0.5e3, 1.0e-400, 00e5, "0e50", "a\"0e5\\", -Infinity, NaN, 0e, 0.e5, 0E-0])";
+    CHECK(tf::io::detail::rewrite_zero_numbers(t) == 4);
+    CHECK(t == R"([0.0 , -0.0     , 0.0, -0.0, 0, -0, 10e5, 0.5e3, 1.0e-400, 00.0, "0e50", "a\"0e5\\", -Infinity, NaN, 0e, 0.e5, 0.0 ])");
+    std::string f = "[0.000000000000000000000000000000]";  // 30 zeros: 10^-30 x 0 goes the same way
+    CHECK(tf::io::detail::rewrite_zero_numbers(f) == 1);
+    CHECK(f == "[0.0" + std::string(29, ' ') + "]");
+    // What the writer writes never changes: saved checkpoints round-trip bit for bit.
+    iotest::temp_dir dir;
+    all_dtypes m;
+    m.fill(4);
+    m.saver({.file_format = tf::io::format::json}).write(dir / "a.json");
+    std::string text = iotest::read_file(dir / "a.json");
+    const std::string before = text;
+    CHECK(tf::io::detail::rewrite_zero_numbers(text) == 0);
+    CHECK(text == before);
+}
+
+TEST_CASE("io checkpoint: a JSON checkpoint holding 0e50 restores zeros of the right sign", "[io][checkpoint]") {
+    // RapidJSON 1.1.0's full-precision mode has undefined behaviour on such a
+    // number (Tencent/rapidjson#1249); the reader rewrites it to 0.0 / -0.0.
+    iotest::temp_dir dir;
+    const double want[5] = {0.0, -0.0, 0.0, 0.0, 2.5};
+    const std::string file = dir / "zeros.json";
+    // the tensor's name holds a zero with an exponent too: strings are left alone
+    iotest::write_file(file, json_checkpoint("0e50", "float64", "[5]", 40, tf::io::crc32c(want, sizeof want),
+                                             "[0e50, -0.000E+9, 0.0e-400, 0E-0, 25e-1]"));
+    tf::tensor<double> t({1}, {7.0});
+    tf::io::saver s;
+    s.add("0e50", t, tf::dims{tf::dyn});
+    s.restore(file);
+    REQUIRE(t.dims() == tf::dims{5});
+    CHECK(std::memcmp(t.data(), want, sizeof want) == 0);
+    CHECK(std::signbit(t[1]));
+    CHECK_FALSE(std::signbit(t[0]));
+    // float32 the same way; a long zero fraction without an exponent is the same case
+    const float wantf[3] = {-0.0f, 0.0f, -0.0f};
+    iotest::write_file(file, json_checkpoint("f", "float32", "[3]", 12, tf::io::crc32c(wantf, sizeof wantf),
+                                             "[-0e99, 0e999, -0.000000000000000000000000000000]"));
+    tf::tensor<float> f({1}, {7.0f});
+    tf::io::saver sf;
+    sf.add("f", f, tf::dims{tf::dyn});
+    sf.restore(file);
+    REQUIRE(f.dims() == tf::dims{3});
+    CHECK(std::memcmp(f.data(), wantf, sizeof wantf) == 0);
+}
+
+TEST_CASE("io checkpoint: JSON values outside their dtype's range are refused naming the file and the tensor", "[io][checkpoint]") {
+    iotest::temp_dir dir;
+    const std::string file = dir / "range.json";
+    iotest::write_file(file, json_checkpoint("f", "float32", "[2]", 8, 0, "[1.0, 1e300]"));
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(file); }),
+               Catch::Contains(file) && Catch::Contains("'f'") && Catch::Contains("out of the range"));
+    iotest::write_file(file, json_checkpoint("i", "int32", "[1]", 4, 0, "[4294967296]"));
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(file); }),
+               Catch::Contains(file) && Catch::Contains("'i'") && Catch::Contains("out of the range"));
+    // infinities and NaN are float32 values
+    const float inf[2] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+    iotest::write_file(file, json_checkpoint("f", "float32", "[2]", 8, tf::io::crc32c(inf, sizeof inf), "[Infinity, -Infinity]"));
+    tf::io::checkpoint_reader r(file);
+    std::vector<std::byte> got(8);
+    r.read([&](std::size_t) { return got.data(); });
+    CHECK(std::memcmp(got.data(), inf, 8) == 0);
+}
+
+TEST_CASE("io checkpoint: every reader error names the file, a directory is reported as one", "[io][checkpoint]") {
+    iotest::temp_dir dir;
+    tf::variable<"v", float, tf::shape<2>> v{tf::init::constant{3}};
+    tf::io::saver s(v);
+    const auto good = s.save(dir.path, 1);
+    const auto bytes = iotest::read_file(good);
+
+    // a corrupt string length (the format tag's), read before any record
+    std::string b = bytes;
+    b[1] = static_cast<char>(0xE8);  // 1000 instead of 19
+    b[2] = 0x03;
+    iotest::write_file(dir / "len.tfckpt", b);
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(dir / "len.tfckpt"); }),
+               Catch::Contains(dir / "len.tfckpt") && Catch::Contains("1000 bytes"));
+    // a corrupt name length inside a record
+    const auto at = bytes.find(std::string("\x01\0\0\0\0\0\0\0v", 9));
+    REQUIRE(at != std::string::npos);
+    b = bytes;
+    b[at + 6] = 0x10;  // 2^48 bytes
+    iotest::write_file(dir / "name.tfckpt", b);
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(dir / "name.tfckpt"); }),
+               Catch::Contains(dir / "name.tfckpt") && Catch::Contains("corrupt length"));
+
+    // a directory where a checkpoint file should be: said so, not "empty"
+    std::filesystem::create_directory(dir / "ckpt-2.tfckpt");
+    const auto msg = error_of([&] { tf::io::checkpoint_reader r(dir / "ckpt-2.tfckpt"); });
+    CHECK_THAT(msg, Catch::Contains(dir / "ckpt-2.tfckpt") && Catch::Contains("is a directory") && !Catch::Contains("empty"));
+    CHECK_THAT(error_of([&] { s.restore(dir / "ckpt-2.tfckpt"); }), Catch::Contains("is a directory") && Catch::Contains("'v'"));
+    CHECK(tf::io::latest_checkpoint(dir.path) == good);
+    // the same for event files
+    CHECK_THAT(error_of([&] { tf::io::read_events(dir / "ckpt-2.tfckpt"); }), Catch::Contains("is a directory"));
+}
+
+TEST_CASE("io checkpoint: a shard name must be a plain file name in the index's directory", "[io][checkpoint]") {
+    iotest::temp_dir dir;
+    all_dtypes m;
+    m.fill(6);
+    const snapshot saved(m);
+    auto s = m.saver({.file_format = tf::io::format::json, .shards = 2});
+    const auto index = s.save(dir.path, 5);
+    const auto text = iotest::read_file(index);
+    const std::string shard0 = "ckpt-5.shard-00000-of-00002.json";
+    REQUIRE(text.find(shard0) != std::string::npos);
+    const std::string base = dir.path.substr(dir.path.find_last_of('/') + 1);
+    m.fill(8);
+    const snapshot before(m);
+    // each one names a file that exists (the shard itself, through another path): still refused
+    std::filesystem::create_directory(dir / "sub");
+    std::filesystem::copy_file(dir / shard0, dir / ("sub/" + shard0));
+    for (const std::string& bad : {"../" + base + "/" + shard0, dir.path + "/" + shard0, "sub/" + shard0, std::string(".."),
+                                   std::string("."), std::string("")}) {
+        INFO(bad);
+        std::string t = text;
+        t.replace(t.find(shard0), shard0.size(), bad);
+        const std::string file = dir / "ckpt-6.index";
+        iotest::write_file(file, t);
+        const auto msg = error_of([&] { tf::io::checkpoint_reader r(file); });
+        CHECK_THAT(msg, Catch::Contains(file) && Catch::Contains("'" + bad + "'") && Catch::Contains("plain file name"));
+        CHECK(tf::io::latest_checkpoint(dir.path) == index);
+        CHECK_THAT(error_of([&] { s.restore(file); }), Catch::Contains(file) && Catch::Contains("plain file name"));
+        CHECK(before.equals(m));
+        // the writer refuses such a name too
+        CHECK_THAT(error_of([&] { tf::io::write_checkpoint_index(dir / "w.index", {bad}, {}); }),
+                   Catch::Contains(dir / "w.index") && Catch::Contains("plain file name"));
+        std::filesystem::remove(file);
+    }
+    // the binary index the same
+    const std::string file = dir / "ckpt-7.index";
+    iotest::write_file(file, binary_checkpoint({}, "", {"../" + base + "/x.tfckpt"}, tf::io::detail::index_magic));
+    CHECK_THAT(error_of([&] { tf::io::checkpoint_reader r(file); }),
+               Catch::Contains(file) && Catch::Contains("'../" + base + "/x.tfckpt'") && Catch::Contains("plain file name"));
+    CHECK(tf::io::latest_checkpoint(dir.path) == index);
+    s.restore(index);
+    CHECK(saved.equals(m));
+}
+
+TEST_CASE("io checkpoint: a restore allocates a sharded tensor's buffer only once its shard is open", "[io][checkpoint]") {
+    // An index (which holds no bytes) claims a 4 TiB tensor in a shard that is
+    // missing, or that holds another shape: a tf::error, nothing allocated for it.
+    iotest::temp_dir dir;
+    const tf::io::tensor_info huge{"x", tf::dtype::float32, tf::dims{two_pow(40)}, std::uint64_t{4} << 40, 0, 0};
+    const std::string index = dir / "ckpt-1.index";
+    iotest::write_file(index, binary_checkpoint({huge}, "", {"ckpt-1.shard-00000-of-00001.tfckpt"}, tf::io::detail::index_magic));
+    tf::tensor<float> t({2}, {1.0f, 2.0f});
+    tf::io::saver s;
+    s.add("x", t, tf::dims{tf::dyn});
+    CHECK_THAT(error_of([&] { s.restore(index); }),
+               Catch::Contains(index) && Catch::Contains("ckpt-1.shard-00000-of-00001.tfckpt") && Catch::Contains("'x'"));
+    const float two[2] = {3.0f, 4.0f};
+    tf::io::write_checkpoint(dir / "ckpt-1.shard-00000-of-00001.tfckpt", {{"x", tf::dtype::float32, tf::dims{2}, two}});
+    CHECK_THAT(error_of([&] { s.restore(index); }), Catch::Contains("disagrees with the index"));
+    CHECK(t.dims() == tf::dims{2});
+    CHECK(t[0] == 1.0f);
 }

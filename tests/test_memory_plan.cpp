@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/shape.hpp>
 #include <typeflow/runtime/memory_plan.hpp>
 
 using typeflow::runtime::buffer_request;
@@ -94,4 +96,19 @@ TEST_CASE("memory plan: offsets equal a reference greedy placement", "[memory_pl
         REQUIRE(total == plan_naive(ref));
         for (std::size_t i = 0; i < n; ++i) REQUIRE(r[i].offset == ref[i].offset);
     }
+}
+
+// Sizes near the top of size_t: padding a buffer, or placing two side by
+// side, used to wrap around to a small arena.
+TEST_CASE("memory plan: buffers that do not fit one arena are a tf::error, not a wrapped size", "[memory_plan]") {
+    const std::size_t half = ~std::size_t{0} / 2 + 64;  // two side by side end past 2^64
+    std::vector<buffer_request> both = {{half, 0, 1, 0}, {half, 1, 2, 0}};  // live together at step 1
+    CHECK_THROWS_AS(plan_memory(both.data(), both.size()), typeflow::error);
+    const std::size_t big = typeflow::max_tensor_bytes / 2 + 64;  // side by side: more than any object
+    both = {{big, 0, 1, 0}, {big, 1, 2, 0}};
+    CHECK_THROWS_AS(plan_memory(both.data(), both.size()), typeflow::error);
+    std::vector<buffer_request> one = {{~std::size_t{0} - 10, 0, 0, 0}};  // padding alone wraps
+    CHECK_THROWS_AS(plan_memory(one.data(), one.size()), typeflow::error);
+    std::vector<buffer_request> fits = {{std::size_t{1} << 40, 0, 1, 0}, {std::size_t{1} << 40, 1, 2, 0}};
+    CHECK(plan_memory(fits.data(), fits.size()) == std::size_t{1} << 41);
 }

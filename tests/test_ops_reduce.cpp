@@ -480,3 +480,28 @@ TEMPLATE_TEST_CASE("reduce: a reduction read by a fused node inside a region tha
     const auto y = s.run(tf::sum<1>(tf::square(d - tf::mean<1>(d, tf::keepdims))), tf::feed(d, td));
     expect_values("sum<1>(square(d - mean<1>(d, keepdims)))", y, {2}, {2, 50});
 }
+
+// An empty reduced axis (a dyn extent fed as 0) has no index to return: a
+// tf::error naming the op and the shape (it returned 0, an index of nothing).
+// A statically empty axis is a compile error (compile_fail.argmax_empty).
+TEMPLATE_TEST_CASE("reduce: argmax and argmin over an empty axis are a tf::error naming the op and the shape", "[ops][reduce][argmax]", tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::placeholder<"x", float, tf::shape<2, tf::dyn>, D> x;
+    tf::session s;
+    const tf::tensor<float> none({2, 0});
+    CHECK_THROWS_WITH(s.run(tf::argmax<1>(x), tf::feed(x, none)), Catch::Contains("argmax") && Catch::Contains("[2,0]"));
+    CHECK_THROWS_WITH(s.run(tf::argmin<-1>(x), tf::feed(x, none)), Catch::Contains("argmin") && Catch::Contains("[2,0]"));
+    // along the other axis there is a (empty) result and nothing to pick from
+    const tf::tensor<std::int64_t> rows = s.run(tf::argmax<0>(x), tf::feed(x, none));
+    CHECK(rows.dims() == tf::dims{0});
+    // and the same plan runs with elements
+    const tf::tensor<float> t({2, 3}, {1, 5, 2, 7, 0, 9});
+    expect_values("argmax<1>", s.run(tf::argmax<1>(x), tf::feed(x, t)), {2}, {1, 2});
+    CHECK_THROWS_AS(s.run(tf::argmax<1>(x), tf::feed(x, none)), tf::error);
+    expect_values("argmin<-1>", s.run(tf::argmin<-1>(x), tf::feed(x, t)), {2}, {0, 1});
+    // a dyn batch of 0 rows reduced along its classes is fine
+    tf::placeholder<"b", double, tf::shape<tf::dyn, 3>, D> b;
+    CHECK(s.run(tf::argmax<1>(b), tf::feed(b, tf::tensor<double>({0, 3}))).dims() == tf::dims{0});
+    CHECK_THROWS_WITH(s.run(tf::argmax<0>(b), tf::feed(b, tf::tensor<double>({0, 3}))),
+                      Catch::Contains("argmax") && Catch::Contains("axis 0") && Catch::Contains("[0,3]"));
+}

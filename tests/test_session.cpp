@@ -234,3 +234,96 @@ TEST_CASE("to_dot writes one node per op with shape, dtype and device", "[dot]")
     CHECK(nodes == 6);
     CHECK(edges == 6);
 }
+
+TEST_CASE("feeding one placeholder twice in one run is a tf::error naming it", "[session][feed]") {
+    tf::placeholder<"x", float, tf::shape<tf::dyn>> x;
+    tf::placeholder<"u", float, tf::shape<2>> u;  // not read by the fetched node
+    auto y = tf::sum(x);
+    tf::tensor<float> a({2}, {1, 2}), b({2}, {3, 4});
+    tf::session s;
+    // without the check the first feed won silently (y was 3)
+    CHECK_THROWS_WITH(s.run(y, tf::feed(x, a), tf::feed(x, b)),
+                      Catch::Contains("placeholder 'x'") && Catch::Contains("fed twice"));
+    CHECK_THROWS_WITH(s.run(y, tf::feed(x, a), tf::feed(u, a), tf::feed(u, b)),
+                      Catch::Contains("placeholder 'u'") && Catch::Contains("fed twice"));
+    // the session runs on
+    CHECK(s.run(y, tf::feed(x, b)).item() == 7.f);
+    CHECK(s.run(y, tf::feed(x, a), tf::feed(u, b)).item() == 3.f);
+}
+
+// Extents that a run computes from its feeds are checked before anything is
+// sized: four vectors of 2^16 broadcast into a rank-4 block of 2^64 elements,
+// whose count wrapped to 0; and a feed whose own extents wrap.
+TEST_CASE("a run whose extents overflow is a tf::error naming the node and the shape", "[session][dyn][memory]") {
+    tf::placeholder<"a", float, tf::shape<tf::dyn, 1, 1, 1>> a;
+    tf::placeholder<"b", float, tf::shape<1, tf::dyn, 1, 1>> b;
+    tf::placeholder<"c", float, tf::shape<1, 1, tf::dyn, 1>> c;
+    tf::placeholder<"d", float, tf::shape<1, 1, 1, tf::dyn>> d;
+    auto total = tf::sum(a * b * c * d);
+    const long n = 1L << 16;
+    const tf::tensor<float> va({n, 1, 1, 1}), vb({1, n, 1, 1}), vc({1, 1, n, 1}), vd({1, 1, 1, n});
+    const tf::tensor<float> sa({2, 1, 1, 1}, {1, 2}), sb({1, 1, 1, 1}, {3}), sc({1, 1, 2, 1}, {1, 1}), sd({1, 1, 1, 1}, {2});
+    tf::session s;
+    CHECK(s.run(total, tf::feed(a, sa), tf::feed(b, sb), tf::feed(c, sc), tf::feed(d, sd)).item() == 36.f);
+    CHECK_THROWS_WITH(s.run(total, tf::feed(a, va), tf::feed(b, vb), tf::feed(c, vc), tf::feed(d, vd)),
+                      Catch::Contains("mul") && Catch::Contains("[65536,65536,65536,65536]") &&
+                          Catch::Contains("overflows"));
+    CHECK(s.run(total, tf::feed(a, sa), tf::feed(b, sb), tf::feed(c, sc), tf::feed(d, sd)).item() == 36.f);
+
+    // a view whose extents wrap (to 0 elements) is not a feed
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 4>> x;
+    const float one = 1.f;
+    const tf::tensor_view<const float> lie{&one, tf::dims{1LL << 62, 4}};
+    CHECK_THROWS_WITH(s.run(tf::sum(x), tf::feed(x, lie)),
+                      Catch::Contains("placeholder 'x'") && Catch::Contains("[4611686018427387904,4]"));
+    CHECK(s.run(tf::sum(x), tf::feed(x, tf::tensor<float>({1, 4}, {1, 2, 3, 4}))).item() == 10.f);
+
+    // the check every computed extent goes through: negative extents and overflows name the op
+    CHECK_NOTHROW(tf::runtime::check_extents("tile", tf::dtype::float32, 4, tf::dims{0, 1LL << 62, 4}));
+    CHECK_THROWS_WITH(tf::runtime::check_extents("tile", tf::dtype::float32, 4, tf::dims{2, -3}),
+                      Catch::Contains("tile") && Catch::Contains("[2,-3]") && Catch::Contains(">= 0"));
+    CHECK_THROWS_WITH(tf::runtime::check_extents("tile", tf::dtype::float64, 8, tf::dims{1LL << 60, 8}),
+                      Catch::Contains("tile") && Catch::Contains("[1152921504606846976,8]") &&
+                          Catch::Contains("float64"));
+}
+
+// An intermediate or a result too large to allocate is a tf::error naming the
+// node and the bytes (it was std::bad_alloc), and the session runs on with
+// smaller feeds. Three vectors of 2^16 broadcast into a [2^16, 2^16, 2^16]
+// block: 2^48 floats, 1 PiB, more than any address space holds.
+TEST_CASE("a run whose buffers cannot be allocated is a tf::error naming the node and the bytes", "[session][memory]") {
+    tf::placeholder<"a", float, tf::shape<tf::dyn, 1, 1>> a;
+    tf::placeholder<"b", float, tf::shape<1, tf::dyn, 1>> b;
+    tf::placeholder<"c", float, tf::shape<1, 1, tf::dyn>> c;
+    auto block = a * b * c;
+    auto total = tf::sum(block);  // the block is an intermediate, in the run's arena
+    const long n = 1L << 16;
+    const tf::tensor<float> va({n, 1, 1}), vb({1, n, 1}), vc({1, 1, n});
+    const tf::tensor<float> sa({2, 1, 1}, {1, 2}), sb({1, 3, 1}, {1, 2, 3}), sc({1, 1, 2}, {1, 10});
+    tf::session s;
+    const auto error_of = [&](auto&& fetched) -> std::string {
+        try {
+            s.run(fetched, tf::feed(a, va), tf::feed(b, vb), tf::feed(c, vc));
+        } catch (const tf::error& e) {
+            return e.what();
+        }
+        return "no tf::error";
+    };
+    const std::string arena = error_of(total);
+    CHECK_THAT(arena, Catch::Contains("cannot allocate") && Catch::Contains("'mul'") &&
+                          Catch::Contains("[65536,65536,65536]") && Catch::Contains("1125899906842624 bytes"));
+    CHECK(s.run(total, tf::feed(a, sa), tf::feed(b, sb), tf::feed(c, sc)).item() == 198.f);  // 3 * 6 * 11
+    // the block fetched: its result tensor
+    const std::string result = error_of(block);
+    CHECK_THAT(result, Catch::Contains("cannot allocate") && Catch::Contains("result of fetch 'mul'") &&
+                           Catch::Contains("[65536,65536,65536]") && Catch::Contains("1125899906842624 bytes"));
+    const tf::tensor<float> small = s.run(block, tf::feed(a, sa), tf::feed(b, sb), tf::feed(c, sc));
+    CHECK(small.dims() == tf::dims{2, 3, 2});
+    CHECK(small(1, 2, 1) == 60.f);
+    // both in one plan: its first run fails, the next one runs
+    const auto both = tf::fetch(total, block);
+    CHECK_THAT(error_of(both), Catch::Contains("cannot allocate") && Catch::Contains("'mul'"));
+    const auto [t2, b2] = s.run(both, tf::feed(a, sa), tf::feed(b, sb), tf::feed(c, sc));
+    CHECK(t2.item() == 198.f);
+    CHECK(b2(1, 2, 1) == 60.f);
+}

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -148,4 +149,59 @@ TEST_CASE("error messages: integers, extents, the 1 KiB cut and the thrown type"
     } catch (const tf::error& e) {
         CHECK(std::string(e.what()) == "typeflow: x 3 [1]");
     }
+}
+
+// Extents whose element count, or its size in bytes, does not fit are refused
+// before anything is allocated: without the check (2^61 + 1) doubles asked for
+// 8 bytes (the byte count wrapped) and [2^62, 4] made a tensor of size 0.
+TEST_CASE("tensor: extents whose element count or size in bytes overflows are a tf::error naming them", "[tensor][error]") {
+    const auto error_of = [](auto&& make) -> std::string {
+        try {
+            make();
+        } catch (const tf::error& e) {
+            return e.what();
+        }
+        return "no tf::error";
+    };
+    // the count fits, count * 8 bytes wraps
+    CHECK_THAT(error_of([] { tf::tensor<double> t(tf::dims{(1LL << 61) + 1}); }),
+               Catch::Contains("[2305843009213693953]") && Catch::Contains("float64") && Catch::Contains("overflows"));
+    // the count itself wraps (to 0)
+    CHECK_THAT(error_of([] { tf::tensor<double> t(tf::dims{1LL << 62, 4}); }),
+               Catch::Contains("[4611686018427387904,4]") && Catch::Contains("overflows"));
+    CHECK_THAT(error_of([] { tf::tensor<float> t(tf::dims{1LL << 31, 1LL << 31, 1LL << 31}); }),
+               Catch::Contains("[2147483648,2147483648,2147483648]"));
+    CHECK_THAT(error_of([] { tf::tensor<bool> t(tf::dims{1LL << 32, 1LL << 31}); }),  // 2^63 bytes
+               Catch::Contains("[4294967296,2147483648]"));
+    // negative extents
+    CHECK_THAT(error_of([] { tf::tensor<float> t(tf::dims{2, -3}); }), Catch::Contains("[2,-3]"));
+    // a zero extent makes the others harmless: the tensor is empty
+    CHECK(tf::tensor<float>(tf::dims{0, 1LL << 62, 4}).size() == 0);
+    // views and reshapes compare element counts that must not wrap either
+    const tf::tensor<float> empty(tf::dims{0});
+    CHECK_THROWS_AS(empty.reshaped(tf::dims{1LL << 62, 4}), tf::error);
+    std::vector<float> none;
+    CHECK_THROWS_AS(tf::view(none, tf::dims{1LL << 62, 4}), tf::error);
+    // the checked count
+    static_assert(tf::count_elements(tf::dims{2, 3}, 4).ok && tf::count_elements(tf::dims{2, 3}, 4).bytes == 24);
+    static_assert(tf::count_elements(tf::dims{}, 8).numel == 1);
+    static_assert(!tf::count_elements(tf::dims{(1LL << 61) + 1}, 8).ok);
+    static_assert(tf::count_elements(tf::dims{(1LL << 61) + 1}, 2).ok);
+    static_assert(!tf::count_elements(tf::dims{1LL << 62, 4}, 1).ok);
+    static_assert(!tf::count_elements(tf::dims{3, tf::dyn}, 4).ok);
+}
+
+// Memory that cannot be had is a tf::error that names the shape and the bytes,
+// not std::bad_alloc. 2^46 floats are 256 TiB: more than a 47-bit user address
+// space holds, so the allocation fails on any machine, whatever its overcommit policy.
+TEST_CASE("tensor: memory that cannot be allocated is a tf::error naming the shape and the bytes", "[tensor][error]") {
+    try {
+        tf::tensor<float> t(tf::dims{1LL << 46});
+        FAIL("allocated " << t.size() << " floats");
+    } catch (const tf::error& e) {
+        CHECK_THAT(e.what(), Catch::Contains("cannot allocate") && Catch::Contains("281474976710656 bytes") &&
+                                 Catch::Contains("[70368744177664]") && Catch::Contains("float32"));
+    }
+    tf::tensor<float> fine({2}, {1, 2});
+    CHECK(fine[1] == 2.f);
 }

@@ -61,6 +61,9 @@ int main() {
     auto ok_where = tf::where(flags, m, c);
     (void)ok_add, (void)ok_mm, (void)ok_reshape, (void)ok_cast, (void)ok_device, (void)ok_exp, (void)ok_logic;
     (void)ok_sum, (void)ok_perm, (void)ok_squeeze, (void)ok_assign, (void)ok_where;
+    tf::placeholder<"e", float, tf::shape<2, 0>> e;
+    auto ok_argmax_rows = tf::argmax<0>(e);  // [2,0] along its 2 rows: an empty result, nothing to pick from none
+    (void)ok_argmax_rows;
     auto ok_conv = tf::conv2d(img, k3, tf::strides<2, 2>, tf::padding::same);
     auto ok_conv_dx = tf::conv2d_backprop_input(img, k3, tf::conv2d(img, k3));
     (void)ok_conv, (void)ok_conv_dx;
@@ -139,6 +142,9 @@ int main() {
 #endif
 #ifdef TF_FAIL_argmax_axis
     auto bad = tf::argmax<-3>(m);
+#endif
+#ifdef TF_FAIL_argmax_empty
+    auto bad = tf::argmax<1>(e);  // axis 1 of [2,0] has no element
 #endif
 #ifdef TF_FAIL_permutation
     auto bad = tf::transpose<0, 0>(m);
@@ -229,7 +235,7 @@ int main() {
     defined(TF_FAIL_variable_dyn) || defined(TF_FAIL_feed_dtype) || defined(TF_FAIL_feed_vector_dyn) ||   \
     defined(TF_FAIL_session_gpu) || defined(TF_FAIL_shape_extent) || defined(TF_FAIL_shape_rank) ||       \
     defined(TF_FAIL_gpu_index) || defined(TF_FAIL_constant_dyn) || defined(TF_FAIL_tensor_index) ||       \
-    defined(TF_FAIL_view_colmajor) || defined(TF_FAIL_no_kernel_for_device)
+    defined(TF_FAIL_view_colmajor) || defined(TF_FAIL_no_kernel_for_device) || defined(TF_FAIL_argmax_empty)
     (void)bad;
 #endif
 }

@@ -140,16 +140,64 @@ constexpr sum_plan broadcast_axes(const dims& child, const dims& got) {
     }
     return p;
 }
+// Whether the child was broadcast along an axis where its extent is dyn is
+// known only at run time (an extent of 1 broadcast against a larger one):
+//   - where the contribution's extent is static and not 1;
+//   - where it is dyn and another operand of an element-wise parent has a dyn
+//     extent too (bit i of `partners`, counted on the parent's result axes;
+//     see dyn_partners). Without such an operand the child's extent is the
+//     result's, and nothing is summed.
+constexpr bool broadcast_at_run_time(const dims& child, const dims& got, unsigned partners) {
+    if (got.rank < child.rank) return false;
+    const std::size_t lead = got.rank - child.rank;
+    for (std::size_t i = 0; i < child.rank; ++i) {
+        if (child.d[i] != dyn) continue;
+        const index_t g = got.d[i + lead];
+        if (g != 1 && g != dyn) return true;
+        if (g == dyn && (partners >> (i + lead) & 1u)) return true;
+    }
+    return false;
+}
+// For an element-wise parent P (result rank R) and its data operand in slot
+// Slot: bit i is set when another data operand, a different node, has a dyn
+// extent on result axis i. 0 for other parents, whose rules give each child
+// a contribution of its own extents.
+template <class P, std::size_t Slot, class L = typename P::children_list>
+struct dyn_partners {
+    static constexpr unsigned value = 0;
+};
+template <class P, std::size_t Slot, class... C>
+    requires(P::kind == op_kind::elementwise)
+struct dyn_partners<P, Slot, meta::list<C...>> {
+    static constexpr unsigned value = [] {
+        using Self = meta::at_t<Slot, C...>;
+        constexpr std::size_t R = shape_t<P>::rank;
+        constexpr std::array<dims, sizeof...(C)> ds{shape_t<C>::value...};
+        constexpr std::array<bool, sizeof...(C)> same{std::is_same_v<C, Self>...};
+        unsigned m = 0;
+        for (std::size_t j = P::control_inputs; j < sizeof...(C); ++j) {
+            if (j == Slot || same[j] || ds[j].rank > R) continue;
+            for (std::size_t i = 0; i < ds[j].rank; ++i)
+                if (ds[j].d[i] == dyn) m |= 1u << (R - ds[j].rank + i);
+        }
+        return m;
+    }();
+};
 constexpr std::size_t dyn_count(const dims& d) {
     std::size_t c = 0;
     for (std::size_t i = 0; i < d.rank; ++i) c += d.d[i] == dyn;
     return c;
 }
 
-template <class C, class V>
+// The contribution v of a parent to child C, summed over the axes it was
+// broadcast along, with C's rank; `partners` as for broadcast_at_run_time.
+template <unsigned Partners, class C, class V>
 auto unbroadcast(const C& child, const V& v) {
     if constexpr (ad::is_zero_v<V>) {
         return ad::zero{};
+    } else if constexpr (broadcast_at_run_time(shape_t<C>::value, shape_t<V>::value, Partners)) {
+        // the axes to sum are decided per run from the child's and v's extents
+        return sum_like(v, child);
     } else if constexpr (std::is_same_v<shape_t<C>, shape_t<V>>) {
         return v;
     } else {
@@ -301,7 +349,15 @@ private:
             return ad::zero{};
         } else {
             const PT& p = object<P>();
-            return unbroadcast(p.template child<Slot>(), gradient<typename PT::op>::template vjp<Slot>(p, gp));
+            const auto v = gradient<typename PT::op>::template vjp<Slot>(p, gp);
+            using V = std::remove_cvref_t<decltype(v)>;
+            // the partners' bits count the parent's result axes: v's, when it has their rank
+            constexpr unsigned partners = [] {
+                if constexpr (ad::is_zero_v<V>) return 0u;
+                else if constexpr (shape_t<V>::rank != shape_t<PT>::rank) return 0u;
+                else return dyn_partners<PT, Slot>::value;
+            }();
+            return unbroadcast<partners>(p.template child<Slot>(), v);
         }
     }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -29,7 +30,10 @@ struct dims {
     }
     constexpr index_t operator[](std::size_t i) const { return d[i]; }
     constexpr index_t& operator[](std::size_t i) { return d[i]; }
-    /// Number of elements (1 for rank 0).
+    /// Number of elements (1 for rank 0). Unchecked: extents that came from
+    /// outside (a feed, a tensor's constructor, a run's extent rules) are
+    /// checked with count_elements before anything is allocated for them, so
+    /// this product of known-good extents cannot overflow.
     constexpr index_t numel() const {
         index_t n = 1;
         for (std::size_t i = 0; i < rank; ++i) n *= d[i];
@@ -42,6 +46,44 @@ struct dims {
         return true;
     }
 };
+
+/// The most bytes one tensor or buffer may take (the largest object size).
+inline constexpr std::size_t max_tensor_bytes = static_cast<std::size_t>(PTRDIFF_MAX);
+
+/// What count_elements finds: the element count and the bytes of a tensor of
+/// some extents, and whether they are valid.
+struct element_count {
+    index_t numel = 0;
+    std::size_t bytes = 0;
+    bool ok = false;  // every extent >= 0, and numel * elem_size <= max_tensor_bytes (no overflow)
+};
+/// The element count of extents d and its size in bytes for elements of
+/// elem_size bytes; ok is false when an extent is negative (or dyn) or when
+/// the count or the byte count overflows. (A zero extent makes any other
+/// extents valid: the tensor is empty.)
+constexpr element_count count_elements(const dims& d, std::size_t elem_size) noexcept {
+    element_count c;
+    bool empty = false;
+    for (std::size_t i = 0; i < d.rank; ++i) {
+        if (d.d[i] < 0) return c;
+        empty = empty || d.d[i] == 0;
+    }
+    c.ok = true;
+    if (empty) return c;
+    const std::size_t limit = elem_size ? max_tensor_bytes / elem_size : max_tensor_bytes;
+    std::size_t n = 1;
+    for (std::size_t i = 0; i < d.rank; ++i) {
+        const std::size_t e = static_cast<std::size_t>(d.d[i]);
+        if (n > limit / e) {
+            c.ok = false;
+            return c;
+        }
+        n *= e;
+    }
+    c.numel = static_cast<index_t>(n);
+    c.bytes = n * elem_size;
+    return c;
+}
 
 /// "[2,3]"; a dyn extent prints as "?".
 TYPEFLOW_DECL std::string to_string(const dims& s);

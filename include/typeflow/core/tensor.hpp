@@ -47,10 +47,31 @@ inline void* allocate_buffer(std::size_t bytes) {
 inline void free_buffer(void* p, std::size_t bytes) noexcept {
     ::operator delete(p, std::align_val_t{buffer_alignment(bytes)});
 }
+/// Refuses extents a tensor of elements of elem_size bytes cannot have
+/// (negative, or more elements or bytes than fit); returns their count.
+TYPEFLOW_NOINLINE inline element_count checked_count(const dims& d, std::size_t elem_size, dtype dt) {
+    const element_count c = count_elements(d, elem_size);
+    if (c.ok) return c;
+    for (std::size_t i = 0; i < d.rank; ++i)
+        if (d.d[i] < 0) raise(message() << "tensor: extents must be known and >= 0, got " << d);
+    raise(message() << "tensor: shape " << d << " has too many elements for a " << dtype_name(dt)
+                    << " tensor: its element count or size in bytes overflows");
+}
+[[noreturn]] TYPEFLOW_NOINLINE inline void raise_tensor_allocation_failed(const dims& d, std::size_t bytes, dtype dt) {
+    raise(message() << "tensor: cannot allocate " << bytes << " bytes for a " << dtype_name(dt) << " tensor of shape "
+                    << d);
+}
+/// Zero-filled storage for a tensor of extents d (checked: a tf::error for
+/// extents that overflow or memory that cannot be had, never std::bad_alloc).
 template <class T>
-std::shared_ptr<T[]> allocate_zeroed(index_t n) {
-    const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(n) * sizeof(T));
-    void* p = allocate_buffer(bytes);
+std::shared_ptr<T[]> allocate_zeroed(const dims& d) {
+    const std::size_t bytes = std::max<std::size_t>(1, checked_count(d, sizeof(T), dtype_of<T>).bytes);
+    void* p = nullptr;
+    try {
+        p = allocate_buffer(bytes);
+    } catch (const std::bad_alloc&) {
+        raise_tensor_allocation_failed(d, bytes, dtype_of<T>);
+    }
     std::memset(p, 0, bytes);
     return std::shared_ptr<T[]>(static_cast<T*>(p), [bytes](T* q) { free_buffer(q, bytes); });
 }
@@ -65,7 +86,9 @@ public:
 
     tensor() = default;
     /// A zero-filled tensor of the given extents.
-    explicit tensor(const typeflow::dims& d) : data_(detail::allocate_zeroed<T>(checked_numel(d))), dims_(d) {}
+    /// Extents that are negative or whose element count or byte count
+    /// overflows, and memory that cannot be had, are a tf::error.
+    explicit tensor(const typeflow::dims& d) : data_(detail::allocate_zeroed<T>(d)), dims_(d) {}
     /// A tensor of the given extents filled row-major from `values`.
     tensor(const typeflow::dims& d, std::initializer_list<T> values) : tensor(d) {
         if (static_cast<index_t>(values.size()) != d.numel())
@@ -116,7 +139,8 @@ public:
     std::vector<T> to_vector() const { return std::vector<T>(data(), data() + size()); }
     /// Same elements, new extents of equal element count (shares storage).
     tensor reshaped(const typeflow::dims& d) const {
-        if (d.numel() != size())
+        const element_count c = count_elements(d, sizeof(T));
+        if (!c.ok || c.numel != size())
             detail::raise(detail::message() << "tensor::reshaped: cannot view " << dims_ << " as " << d);
         tensor t = *this;
         t.dims_ = d;
@@ -126,11 +150,6 @@ public:
     bool unique() const noexcept { return data_.use_count() == 1; }
 
 private:
-    static index_t checked_numel(const typeflow::dims& d) {
-        for (std::size_t i = 0; i < d.rank; ++i)
-            if (d.d[i] < 0) detail::raise(detail::message() << "tensor: extents must be known and >= 0, got " << d);
-        return d.numel();
-    }
     template <class... I>
     index_t offset(I... idx) const {
         static_assert((std::is_integral_v<I> && ...), "typeflow: tensor(): indices must be integers");
@@ -147,13 +166,15 @@ private:
 /// A view of a std::vector's elements as a tensor of extents d (no copy).
 template <class T>
 tensor_view<T> view(std::vector<T>& v, const dims& d) {
-    if (d.numel() != static_cast<index_t>(v.size()))
+    const element_count c = count_elements(d, sizeof(T));
+    if (!c.ok || c.numel != static_cast<index_t>(v.size()))
         detail::raise(detail::message() << "view: vector of " << v.size() << " elements cannot have shape " << d);
     return {v.data(), d};
 }
 template <class T>
 tensor_view<const T> view(const std::vector<T>& v, const dims& d) {
-    if (d.numel() != static_cast<index_t>(v.size()))
+    const element_count c = count_elements(d, sizeof(T));
+    if (!c.ok || c.numel != static_cast<index_t>(v.size()))
         detail::raise(detail::message() << "view: vector of " << v.size() << " elements cannot have shape " << d);
     return {v.data(), d};
 }

@@ -27,6 +27,8 @@ struct bad_target_shape;
 template <class Op, class Shape>
 struct axis_out_of_range;
 template <class Op, class Shape>
+struct axis_is_empty;
+template <class Op, class Shape>
 struct not_a_permutation;
 template <class Op, class Shape>
 struct extent_is_not_one;

@@ -21,6 +21,7 @@ struct leaf_base : expression_base {
     static constexpr op_kind kind = op_kind::leaf;
     static constexpr bool is_leaf = true;
     static constexpr std::size_t control_inputs = 0;
+    static constexpr unsigned extents_only_inputs = 0;
 };
 }  // namespace detail
 

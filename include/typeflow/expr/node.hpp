@@ -193,6 +193,8 @@ struct node_facts : expression_base {
     static constexpr bool is_leaf = false;
     /// Leading children that only order execution (control dependencies).
     static constexpr std::size_t control_inputs = Control;
+    /// Children (a bit per position) whose extents alone the op reads.
+    static constexpr unsigned extents_only_inputs = extents_only_inputs_v<Op>;
 };
 }  // namespace detail
 

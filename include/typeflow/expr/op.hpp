@@ -16,7 +16,12 @@
 //     and device (TYPEFLOW_HOST_DEVICE);
 //   - kernel and view ops: `infer(const dims&...)` (or `infer_static<In...>`)
 //     giving the run-time extents from the children's;
-//   - optionally `is_assign` (writes its variable child).
+//   - optionally `is_assign` (writes its variable child);
+//   - kernel ops, optionally: `extents_only_inputs`, a bit per child whose
+//     extents alone the kernel reads (never its elements), so that child gets
+//     no buffer for it; and `forwards(const dims&...)`, true when for these
+//     extents the result is child 0's elements unchanged, so the runtime
+//     aliases child 0 instead of running the kernel (a sum over no axes).
 // Its gradient rule is gradient<Op>::vjp<I>(node, adjoint) (expr/gradient.hpp),
 // in the op's own header. Each backend provides kernel<Device, Op> for kernel
 // ops (kernel/kernel.hpp) and may give element-wise ops a faster form of
@@ -58,6 +63,13 @@ template <op_tag Op>
 inline constexpr std::string_view op_name_v<Op> = Op::name;
 template <>
 inline constexpr std::string_view op_name_v<void> = "";
+
+/// The children (a bit per position) whose extents alone a kernel op reads.
+template <class Op>
+inline constexpr unsigned extents_only_inputs_v = 0;
+template <class Op>
+    requires requires { Op::extents_only_inputs; }
+inline constexpr unsigned extents_only_inputs_v<Op> = Op::extents_only_inputs;
 
 /// True for ops that write their variable child (assign, assign_add, assign_sub).
 template <class Op>

@@ -69,10 +69,13 @@ struct visit<Acc, node<Op, C0, C1, C2>, false> {
 template <class... Fetches>
 using topo_t = typename detail::visit_children<detail::visited<>, meta::list<Fetches...>>::type::list;
 
-/// One edge parent -> child; control edges only order execution.
+/// One edge parent -> child; control edges only order execution, and
+/// extents-only edges read the child's extents, not its elements (the child
+/// gets no buffer, no use and no lifetime for them).
 struct edge {
     std::size_t parent = 0, child = 0;
     bool control = false;
+    bool extents_only = false;
 };
 
 /// What the runtime needs to know of one node, fixed at compile time.
@@ -108,12 +111,13 @@ struct child_indices<Nodes, N, meta::list<C...>> {
 };
 // Appends the edges of parent p (children at positions I...), keyed on the positions alone.
 template <std::size_t... I>
-constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t control, std::index_sequence<I...>) {
+constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t control, unsigned extents_only,
+                         std::index_sequence<I...>) {
     if constexpr (sizeof...(I) > 0) {
         std::size_t j = 0;
-        ((e[k++] = edge{p, I, j++ < control}), ...);
+        ((e[k++] = edge{p, I, j < control, ((extents_only >> j) & 1u) != 0}, ++j), ...);
     } else {
-        (void)e, (void)k, (void)p, (void)control;
+        (void)e, (void)k, (void)p, (void)control, (void)extents_only;
     }
 }
 
@@ -134,7 +138,9 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     static constexpr std::array<edge, edge_count> edges = [] {
         std::array<edge, edge_count> e{};
         std::size_t k = 0, p = 0;
-        (put_edges(e.data(), k, p++, Ts::control_inputs, typename child_indices<nodes, Ts>::type{}), ...);
+        (put_edges(e.data(), k, p++, Ts::control_inputs, Ts::extents_only_inputs,
+                   typename child_indices<nodes, Ts>::type{}),
+         ...);
         return e;
     }();
 
@@ -154,6 +160,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
          ...);
         ((f[index<Fs>::value].fetched = true, ++f[index<Fs>::value].uses), ...);
         for (const edge& e : edges) {
+            if (e.extents_only) continue;  // reads no elements
             ++f[e.child].uses;
             // a child of anything but an element-wise op needs a buffer of its own
             if (f[e.parent].kind != op_kind::elementwise || e.control) f[e.child].materialized = true;

@@ -55,10 +55,34 @@ inline constexpr std::string_view index_magic = "typeflow-checkpoint-index";
 inline constexpr std::string_view end_marker = "typeflow-checkpoint-end";
 inline constexpr std::uint64_t max_name_length = 1u << 16;
 inline constexpr std::uint64_t max_tensors = 1u << 24;
+/// The most bytes one tensor of a checkpoint may hold (2^63 - 1: every byte
+/// count fits std::streamoff, std::ptrdiff_t and std::size_t).
+inline constexpr std::uint64_t max_tensor_bytes = static_cast<std::uint64_t>(PTRDIFF_MAX);
 
-/// The byte count of a tensor of dtype d and extents s, or nullopt on
-/// overflow or a negative extent.
+/// The byte count of a tensor of dtype d and extents s, or nullopt when an
+/// extent is negative, the rank exceeds max_rank, or the element count times
+/// the dtype's size exceeds max_tensor_bytes. Every prefix of the extents is
+/// checked (a later zero extent does not excuse an overflow before it), so
+/// s.numel() of accepted extents cannot overflow either.
 TYPEFLOW_DECL std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s);
+
+/// The checksum of a tensor's record (name, dtype, extents, byte count, CRC
+/// and shard) that binary files store after each record.
+TYPEFLOW_DECL std::uint32_t record_crc(const tensor_info& t);
+
+/// True when `name` may name a shard of a sharded checkpoint: a plain file
+/// name in the index's directory (not empty, not "." or "..", no '/' and no
+/// NUL character).
+TYPEFLOW_DECL bool is_plain_file_name(std::string_view name) noexcept;
+
+/// Rewrites in place every JSON number of `text` (outside strings) whose
+/// digits are all zero and that has a fraction or an exponent ("0e50",
+/// "-0.000E+9") to "0.0" or "-0.0" padded with spaces: the same value (zero
+/// of the same sign, a double). RapidJSON 1.1.0's full-precision parser,
+/// which Cereal's JSON archive uses, has undefined behaviour on a zero with a
+/// large exponent (Tencent/rapidjson#1249: DiyFp::Normalize of 0). Returns
+/// how many numbers it rewrote.
+TYPEFLOW_DECL std::size_t rewrite_zero_numbers(std::string& text) noexcept;
 }  // namespace detail
 
 /// Writes one checkpoint file atomically (see atomic_file): the tensors' CRCs
@@ -72,9 +96,11 @@ TYPEFLOW_DECL void write_checkpoint_index(const std::string& path, const std::ve
                                           std::vector<tensor_info> infos, format f = format::binary);
 
 /// Reads a checkpoint or index file: the constructor reads and validates the
-/// table of contents (format, version, every record); read() reads tensors'
-/// bytes and checks their CRCs. Errors are tf::error naming the file and the
-/// tensor.
+/// table of contents (format, version, every record, the shard names of an
+/// index); read() reads tensors' bytes and checks their CRCs. Errors are
+/// tf::error naming the file and the tensor. A JSON file is read into memory
+/// once; one nested deeper than typeflow::detail::max_json_depth levels is
+/// refused before it is parsed.
 class checkpoint_reader {
 public:
     explicit checkpoint_reader(std::string path);
@@ -106,9 +132,10 @@ private:
     std::string where() const;
     void check_header(const std::string& magic, std::uint32_t version);
     void check_record(std::size_t k, const tensor_info& t);
+    void check_shards() const;
     void open_binary();
     void open_json();
-    std::string last_json_name() const;
+    static std::string last_json_name(const std::string& text);
 
     std::string path_;
     format format_ = format::binary;

@@ -27,6 +27,20 @@ TYPEFLOW_DECL void register_variable(typeflow::detail::pod_vector<named_storage>
 TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want, bool fed, const dims& got,
                        const void* data);
 
+/// Refuses a run that feeds placeholder `name` more than once.
+[[noreturn]] TYPEFLOW_DECL void raise_fed_twice(std::string_view name);
+
+/// Checks the extents a run computed for a node (op `op`, elements of
+/// elem_size bytes, dtype dt): every extent >= 0, and the element count and
+/// byte count fit (see count_elements).
+TYPEFLOW_DECL void check_extents(std::string_view op, dtype dt, std::size_t elem_size, const dims& d);
+
+/// A tf::error: `bytes` bytes for `what` (a run's arena, a kernel's
+/// workspace, a fetch's result) could not be allocated; it names the node
+/// `op` whose buffer is the largest of them (or the only one), its shape and dtype.
+[[noreturn]] TYPEFLOW_DECL void raise_allocation_failed(std::string_view what, std::size_t bytes, std::string_view op,
+                                                        const dims& d, dtype dt);
+
 /// The numpy broadcast of n operand extents, or an error naming op and all shapes.
 TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds, std::size_t n);
 

@@ -15,10 +15,11 @@ struct buffer_request {
 
 inline constexpr std::size_t arena_alignment = 64;
 
-/// Places every request in one arena (largest first, lowest fitting offset
-/// among the buffers live at the same time); returns the arena size.
 /// Places n buffers in one arena (sets each offset) so that buffers live at
-/// the same time never overlap; returns the arena's size in bytes.
+/// the same time never overlap (largest first, at the lowest offset that fits
+/// among the buffers live at the same time); returns the arena's size in
+/// bytes. A tf::error when the buffers, padded and side by side, would take
+/// more than max_tensor_bytes (no offset or size can wrap).
 TYPEFLOW_DECL_HOT std::size_t plan_memory(buffer_request* reqs, std::size_t n);
 
 }  // namespace typeflow::runtime

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -114,6 +115,7 @@ struct node_desc {
     void (*children_of)(const void*, const void**) = nullptr;  // addresses of the children objects
     const void* (*data)(const void*) = nullptr;               // leaves (not placeholders): current elements
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
+    bool (*forwards)(const dims* const*) = nullptr;  // kernel nodes: true when the result is child 0 as is (aliased)
     void (*eval)(const kernel_ctx&, void*) = nullptr;  // kernel nodes
     std::size_t (*workspace)(const kernel_ctx&) = nullptr;  // kernel nodes that ask for scratch memory
     std::size_t outputs = 1;                // results a kernel node computes
@@ -130,6 +132,7 @@ struct node_desc {
 /// One feed of a run, type-erased.
 struct feed_ref {
     const void* key = nullptr;
+    std::string_view name;  // the placeholder's
     dims extents{};
     const void* data = nullptr;
 };
@@ -226,9 +229,13 @@ private:
     // read when the root of its region runs; a view's readers read its
     // source; fetched views and leaves are copied out after the last step.
     void compute_last_reads();
+    // what a view or a forwarding kernel aliases lives as long as the view or kernel
+    void extend_aliased();
 
     // ---- results: a result the caller still holds is left alone (copy on write) ----
     void prepare_results();
+    // a fetch's result could not be allocated: a tf::error naming the node and the bytes
+    [[noreturn]] void result_failed(const fetch& f) const;
 
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
@@ -270,6 +277,7 @@ private:
     array<fetch> fetches_;
 
     array<dims> dims_;  // per instance
+    array<std::uint8_t> forwarded_;  // per instance: its kernel's result is its child 0's elements in this binding
     array<dims> fed_dims_;
     array<dims> fed_;  // per node (placeholders)
     array<const void*> feed_ptr_;
@@ -423,6 +431,19 @@ template <class... R>
 struct output_sizes<meta::list<R...>> {
     static constexpr std::size_t value[sizeof...(R)] = {sizeof(typename R::value_type)...};
 };
+template <class Op, std::size_t... J>
+bool forwards_dims(const dims* const* in) {
+    return Op::forwards(*in[J]...);
+}
+template <class Op, std::size_t N, class I = std::make_index_sequence<N>>
+struct has_forwards {
+    static constexpr bool (*fn)(const dims* const*) = nullptr;
+};
+template <class Op, std::size_t N, std::size_t... J>
+    requires requires { Op::forwards(((void)J, std::declval<const dims&>())...); }
+struct has_forwards<Op, N, std::index_sequence<J...>> {
+    static constexpr bool (*fn)(const dims* const*) = &forwards_dims<Op, J...>;
+};
 template <class Op, std::size_t N, class I = std::make_index_sequence<N>>
 struct has_infer : std::false_type {};
 template <class Op, std::size_t N, std::size_t... J>
@@ -512,6 +533,7 @@ struct op_desc {
         .identity = &node_identity,
         .children_of = &node_children,
         .infer = infer,
+        .forwards = has_forwards<Op, arity>::fn,
         .eval = [] {
             using fn = void (*)(const kernel_ctx&, void*);
             if constexpr (is_kernel && has_backend<Device>) {
@@ -659,7 +681,7 @@ public:
 private:
     template <class P>
     static feed_ref feed_ref_of(const feed_entry<P>& e) {
-        return {&detail::feed_key<P>, e.data.dims, e.data.data};
+        return {&detail::feed_key<P>, P::name(), e.data.dims, e.data.data};
     }
     // a fetch is its node's identity; a scalar constant's identity is the
     // address of its value, which moves with the object: scalars compare by value

@@ -1,5 +1,5 @@
 // typeflow/expr/ops/gradient_ops.hpp — ops that gradient rules are built
-// from: broadcast_like, reshape_like, reduced_count, and stop_gradient.
+// from: broadcast_like, reshape_like, sum_like, reduced_count, and stop_gradient.
 #pragma once
 #include <string>
 
@@ -42,6 +42,53 @@ struct reshape_like {
     }
 };
 
+/// node<sum_like, G, X>: G summed over the axes along which X was broadcast
+/// to G's extents (G's leading axes that X lacks, and the axes where X's
+/// extent is 1 and G's is not), with X's extents (X supplies only its
+/// extents). The adjoint of a broadcast operand whose dyn extents say only at
+/// run time whether it was broadcast (tf::grad's unbroadcast). X gets no
+/// buffer for it (only its extents are read), and in a run where nothing is
+/// summed the result is G's memory (the runtime forwards it): where no
+/// operand was broadcast, it costs nothing.
+struct sum_like {
+    static constexpr op_kind kind = op_kind::kernel;
+    static constexpr std::string_view name = "sum_like";
+    static constexpr unsigned extents_only_inputs = 0b10;
+    template <class A, class B>
+    using traits = result_traits<value_type_t<A>, shape_t<B>, device_t<A>>;
+    /// The axes of g that are summed to give x's extents; ok is false when g
+    /// is not a broadcast of x.
+    static constexpr detail::axis_mask axes(const dims& g, const dims& x) {
+        detail::axis_mask m;
+        if (g.rank < x.rank) {
+            m.ok = false;
+            return m;
+        }
+        const std::size_t lead = g.rank - x.rank;
+        for (std::size_t i = 0; i < g.rank; ++i) {
+            if (i < lead) m.reduced[i] = true;
+            else if (x.d[i - lead] == g.d[i]) continue;
+            else if (x.d[i - lead] == 1) m.reduced[i] = true;
+            else m.ok = false;
+        }
+        return m;
+    }
+    /// True when nothing is summed (every axis to sum has extent 1): the
+    /// result is g's elements as they are.
+    static bool forwards(const dims& g, const dims& x) {
+        const detail::axis_mask m = axes(g, x);
+        for (std::size_t i = 0; i < g.rank; ++i)
+            if (m.reduced[i] && g.d[i] != 1) return false;
+        return m.ok;
+    }
+    static dims infer(const dims& g, const dims& x) {
+        if (!axes(g, x).ok)
+            typeflow::detail::raise(typeflow::detail::message() << "sum_like: shape " << g
+                                                                << " is not a broadcast of shape " << x);
+        return x;
+    }
+};
+
 /// node<reduced_count<Axes...>, X>: the number of elements of X that a
 /// reduction over Axes combines into one, as a scalar of X's dtype.
 template <index_t... Axes>
@@ -81,6 +128,12 @@ template <expression G, expression X>
 auto reshape_like(G&& g, X&& x) {
     return make_node<op::reshape_like>(std::forward<G>(g), std::forward<X>(x));
 }
+/// g summed over the axes along which x was broadcast to g's extents, with
+/// x's extents (x's values are not read): the inverse of broadcast_like.
+template <expression G, expression X>
+auto sum_like(G&& g, X&& x) {
+    return make_node<op::sum_like>(std::forward<G>(g), std::forward<X>(x));
+}
 /// The value of x; tf::grad treats it as a constant (TensorFlow's stop_gradient).
 template <expression X>
 auto stop_gradient(X&& x) {
@@ -100,6 +153,14 @@ struct gradient<op::reshape_like> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         if constexpr (I == 0) return reshape_like(g, n.template child<0>());
+        else return ad::zero{};
+    }
+};
+template <>
+struct gradient<op::sum_like> {
+    template <std::size_t I, class N, class G>
+    static auto vjp(const N& n, const G& g) {
+        if constexpr (I == 0) return broadcast_like(g, n.template child<0>());
         else return ad::zero{};
     }
 };

@@ -7,6 +7,7 @@
 
 #include <typeflow/core/axes.hpp>
 #include <typeflow/core/error.hpp>
+#include <typeflow/core/message.hpp>
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
 #include <typeflow/expr/ops/cast.hpp>
@@ -72,6 +73,12 @@ struct arg_reduce {
             diagnostic::axis_out_of_range<arg_reduce, shape_t<A>> error;
         }
         static_assert(m.ok, "typeflow: argmax/argmin: the axis is out of range");
+        constexpr bool nonempty = !m.ok || shape_t<A>::value.d[axis(shape_t<A>::rank)] != 0;
+        if constexpr (!nonempty) {
+            diagnostic::axis_is_empty<arg_reduce, shape_t<A>> error;
+        }
+        static_assert(nonempty, "typeflow: argmax/argmin: the reduced axis has extent 0, so there is no element to "
+                                "pick");
         constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
         return result_traits<std::int64_t, shape_from_dims<out>, device_t<A>>{};
     }
@@ -80,7 +87,14 @@ struct arg_reduce {
     static constexpr std::size_t axis(std::size_t rank) {
         return static_cast<std::size_t>(normalize_axis(Axis, rank));
     }
-    static dims infer(const dims& a) { return detail::reduced_dims(a, detail::make_axis_mask<Axis>(a.rank), false); }
+    // an empty axis (a dyn extent bound to 0) has no index to return
+    static dims infer(const dims& a) {
+        if (a.d[axis(a.rank)] == 0)
+            typeflow::detail::raise(typeflow::detail::message()
+                                    << name << ": no index to pick along the empty axis "
+                                    << static_cast<long long>(axis(a.rank)) << " of shape " << a);
+        return detail::reduced_dims(a, detail::make_axis_mask<Axis>(a.rank), false);
+    }
 };
 }  // namespace op
 

@@ -4,11 +4,21 @@
 #pragma once
 #include <typeflow/io/checkpoint.hpp>
 
+#include <typeflow/core/json_depth.hpp>
+
+#include <algorithm>
 #include <cerrno>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <streambuf>
+#include <type_traits>
+
+#include <sys/stat.h>
 // the standard headers Cereal includes: outside the -Og region below
 #include <deque>
 #include <iostream>
@@ -44,14 +54,87 @@ TYPEFLOW_DECL std::optional<typeflow::dtype> dtype_from_name(std::string_view s)
 }
 
 TYPEFLOW_DECL std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s) {
+    const std::uint64_t size = dtype_size(d);
+    if (size == 0 || s.rank > max_rank) return std::nullopt;
+    // n * size <= max_tensor_bytes after every extent: neither the element
+    // count (an index_t) nor the byte count can wrap
+    const std::uint64_t max_elements = max_tensor_bytes / size;
     std::uint64_t n = 1;
     for (std::size_t i = 0; i < s.rank; ++i) {
         if (s.d[i] < 0) return std::nullopt;
         const auto e = static_cast<std::uint64_t>(s.d[i]);
-        if (e != 0 && n > (std::uint64_t{1} << 62) / e) return std::nullopt;
+        if (e != 0 && n > max_elements / e) return std::nullopt;
         n *= e;
     }
-    return n * dtype_size(d);
+    return n * size;
+}
+
+// Why byte_count refused extents, for an error message.
+TYPEFLOW_DECL std::string shape_problem(typeflow::dtype d, const dims& s) {
+    if (s.rank > max_rank) return "rank " + std::to_string(s.rank) + " (at most " + std::to_string(max_rank) + ")";
+    for (std::size_t i = 0; i < s.rank; ++i)
+        if (s.d[i] < 0) return "invalid shape " + to_string(s) + " (a negative extent)";
+    return "invalid shape " + to_string(s) + ": its element count times " + std::to_string(dtype_size(d)) +
+           " bytes (" + std::string(dtype_name(d)) + ") exceeds " + std::to_string(max_tensor_bytes) + " bytes";
+}
+
+TYPEFLOW_DECL bool is_plain_file_name(std::string_view name) noexcept {
+    return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+           name.find('\0') == std::string_view::npos;
+}
+
+TYPEFLOW_DECL std::size_t rewrite_zero_numbers(std::string& text) noexcept {
+    const auto digit = [&text](std::size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+    std::size_t rewritten = 0, i = 0;
+    bool in_string = false, escaped = false;
+    while (i < text.size()) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            ++i;
+            continue;
+        }
+        if (c == '"') in_string = true;
+        if (c != '-' && !digit(i)) {
+            ++i;
+            continue;
+        }
+        // a number as RapidJSON reads it: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+        const std::size_t start = i;
+        const bool minus = c == '-';
+        if (minus && !digit(++i)) continue;  // "-Infinity", or not a number at all
+        bool nonzero = false, fraction = false, exponent = false;
+        if (text[i] == '0') ++i;
+        else {
+            nonzero = true;
+            while (digit(i)) ++i;
+        }
+        if (i < text.size() && text[i] == '.' && digit(i + 1)) {
+            fraction = true;
+            for (++i; digit(i); ++i) nonzero = nonzero || text[i] != '0';
+        }
+        if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+            std::size_t j = i + 1;
+            if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+            if (digit(j)) {
+                exponent = true;
+                for (i = j; digit(i); ++i) {
+                }
+            }
+        }
+        // "0e5" and "0.0" are the shortest such tokens, "-0e5" and "-0.0" the shortest negative ones
+        if (!nonzero && (fraction || exponent)) {
+            const std::string_view zero = minus ? "-0.0" : "0.0";
+            if (std::string_view(text).substr(start, i - start) != zero) {
+                std::copy(zero.begin(), zero.end(), text.begin() + static_cast<std::ptrdiff_t>(start));
+                for (std::size_t k = start + zero.size(); k < i; ++k) text[k] = ' ';
+                ++rewritten;
+            }
+        }
+    }
+    return rewritten;
 }
 
 // CRC of a record's metadata (so a flipped bit in a name or extent is caught).
@@ -75,10 +158,13 @@ TYPEFLOW_DECL void write_string(cereal::PortableBinaryOutputArchive& ar, std::st
     ar(n);
     if (n) ar(cereal::binary_data(const_cast<char*>(s.data()), static_cast<std::size_t>(n)));
 }
-TYPEFLOW_DECL std::string read_string(cereal::PortableBinaryInputArchive& ar, std::uint64_t max) {
+// A length-prefixed string of at most max bytes; `where` names the file.
+TYPEFLOW_DECL std::string read_string(cereal::PortableBinaryInputArchive& ar, std::uint64_t max, const std::string& where) {
     std::uint64_t n = 0;
     ar(n);
-    if (n > max) throw error("string of " + std::to_string(n) + " bytes (corrupt length)");
+    if (n > max)
+        throw error(where + "a string of " + std::to_string(n) + " bytes where at most " + std::to_string(max) +
+                    " may be (corrupt length)");
     std::string s(static_cast<std::size_t>(n), '\0');
     if (n) ar(cereal::binary_data(s.data(), static_cast<std::size_t>(n)));
     return s;
@@ -103,36 +189,47 @@ TYPEFLOW_DECL void save_json_values(cereal::JSONOutputArchive& ar, const tensor_
         case dtype::boolean: put.template operator()<bool, bool>(); break;
     }
 }
+// The values as bytes of T. v.size() * sizeof(T) cannot wrap: sizeof(T) <=
+// sizeof(V), and v holds v.size() elements of V. A value T cannot hold
+// (float32 beyond FLT_MAX, int32 beyond its range) is corrupt: `who` names it.
 template <class T, class V>
-std::vector<std::byte> to_bytes(const std::vector<V>& v) {
+std::vector<std::byte> to_bytes(const std::vector<V>& v, const std::string& who) {
+    static_assert(sizeof(T) <= sizeof(V));
     std::vector<std::byte> b(v.size() * sizeof(T));
     for (std::size_t i = 0; i < v.size(); ++i) {
+        bool fits = true;
+        if constexpr (std::is_same_v<T, float>) fits = !(v[i] > FLT_MAX || v[i] < -FLT_MAX) || std::isinf(v[i]);
+        else if constexpr (!std::is_same_v<T, V>) fits = v[i] >= std::numeric_limits<T>::min() && v[i] <= std::numeric_limits<T>::max();
+        if (!fits)
+            throw error(who + ": value " + std::to_string(v[i]) + " (element " + std::to_string(i) +
+                        ") is out of the range of its dtype");
         const T x = static_cast<T>(v[i]);
         std::memcpy(b.data() + i * sizeof(T), &x, sizeof(T));
     }
     return b;
 }
-TYPEFLOW_DECL std::vector<std::byte> load_json_values(cereal::JSONInputArchive& ar, typeflow::dtype d) {
+TYPEFLOW_DECL std::vector<std::byte> load_json_values(cereal::JSONInputArchive& ar, typeflow::dtype d,
+                                                      const std::string& who) {
     switch (d) {
         case dtype::float32: {
             std::vector<double> v;
             ar(cereal::make_nvp("values", v));
-            return to_bytes<float>(v);
+            return to_bytes<float>(v, who);
         }
         case dtype::float64: {
             std::vector<double> v;
             ar(cereal::make_nvp("values", v));
-            return to_bytes<double>(v);
+            return to_bytes<double>(v, who);
         }
         case dtype::int32: {
             std::vector<std::int64_t> v;
             ar(cereal::make_nvp("values", v));
-            return to_bytes<std::int32_t>(v);
+            return to_bytes<std::int32_t>(v, who);
         }
         case dtype::int64: {
             std::vector<std::int64_t> v;
             ar(cereal::make_nvp("values", v));
-            return to_bytes<std::int64_t>(v);
+            return to_bytes<std::int64_t>(v, who);
         }
         case dtype::boolean: {
             std::vector<bool> v;
@@ -202,7 +299,10 @@ TYPEFLOW_DECL void write_checkpoint(const std::string& path, const std::vector<t
     infos.reserve(tensors.size());
     for (const auto& t : tensors) {
         const auto bytes = detail::byte_count(t.dtype, t.shape);
-        if (!bytes) throw error("checkpoint '" + path + "': tensor '" + t.name + "' has invalid shape " + to_string(t.shape));
+        if (!bytes)
+            throw error("checkpoint '" + path + "': tensor '" + t.name + "' cannot be written: " +
+                        detail::shape_problem(t.dtype, t.shape));
+        if (*bytes && !t.data) throw error("checkpoint '" + path + "': tensor '" + t.name + "' has no data");
         infos.push_back({t.name, t.dtype, t.shape, *bytes, crc32c(t.data, static_cast<std::size_t>(*bytes)), 0});
         data.push_back(t.data);
     }
@@ -213,9 +313,15 @@ TYPEFLOW_DECL void write_checkpoint(const std::string& path, const std::vector<t
 
 TYPEFLOW_DECL void write_checkpoint_index(const std::string& path, const std::vector<std::string>& shard_files,
                                           std::vector<tensor_info> infos, format f) {
+    for (std::size_t k = 0; k < shard_files.size(); ++k)
+        if (!detail::is_plain_file_name(shard_files[k]))
+            throw error("checkpoint index '" + path + "': shard " + std::to_string(k) + " is named '" + shard_files[k] +
+                        "': a shard must be a plain file name in the index's directory");
     for (auto& t : infos) {
         const auto bytes = detail::byte_count(t.dtype, t.shape);
-        if (!bytes) throw error("checkpoint index '" + path + "': tensor '" + t.name + "' has invalid shape");
+        if (!bytes)
+            throw error("checkpoint index '" + path + "': tensor '" + t.name + "' cannot be written: " +
+                        detail::shape_problem(t.dtype, t.shape));
         t.bytes = *bytes;
         t.crc32c = 0;
         if (t.shard >= shard_files.size())
@@ -241,6 +347,9 @@ struct checkpoint_reader::input {
 TYPEFLOW_DECL checkpoint_reader::checkpoint_reader(std::string path) : path_(std::move(path)) {
     in_ = std::make_unique<input>(path_);
     if (!in_->is) throw error("cannot open checkpoint '" + path_ + "': " + detail::errno_text(errno));
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw error(where() + "is a directory, not a checkpoint file");
     int c;
     while ((c = in_->is.peek()) == ' ' || c == '\n' || c == '\r' || c == '\t') in_->is.get();
     if (c == std::char_traits<char>::eof()) throw error(where() + "the file is empty");
@@ -273,7 +382,8 @@ TYPEFLOW_DECL_HOT void checkpoint_reader::read(const std::function<std::byte*(st
     if (format_ == format::json) {
         for (std::size_t i = 0; i < infos_.size(); ++i)
             if (std::byte* p = dst(i)) {
-                std::memcpy(p, in_->json_values[i].data(), in_->json_values[i].size());
+                // an empty tensor's vector has no data() to copy from (memcpy's source must not be null)
+                if (!in_->json_values[i].empty()) std::memcpy(p, in_->json_values[i].data(), in_->json_values[i].size());
                 check_crc(i, p);
             }
     } else {
@@ -297,7 +407,7 @@ TYPEFLOW_DECL_HOT void checkpoint_reader::read(const std::function<std::byte*(st
         if (problems.empty() || i == infos_.size()) {
             bool ok = false;
             try {
-                ok = detail::read_string(*in_->ar, 64) == detail::end_marker;
+                ok = detail::read_string(*in_->ar, 64, where()) == detail::end_marker;
             } catch (...) {
             }
             if (!ok)
@@ -323,7 +433,7 @@ TYPEFLOW_DECL void checkpoint_reader::check_header(const std::string& magic, std
 TYPEFLOW_DECL void checkpoint_reader::check_record(std::size_t k, const tensor_info& t) {
     const std::string who = "tensor " + detail::quoted(t.name) + " (record " + std::to_string(k) + ")";
     const auto bytes = detail::byte_count(t.dtype, t.shape);
-    if (!bytes) throw error(where() + who + ": invalid shape " + to_string(t.shape));
+    if (!bytes) throw error(where() + who + ": " + detail::shape_problem(t.dtype, t.shape));
     if (*bytes != t.bytes)
         throw error(where() + who + ": " + std::to_string(t.bytes) + " bytes recorded for dtype " +
                     std::string(dtype_name(t.dtype)) + " and shape " + to_string(t.shape));
@@ -333,24 +443,32 @@ TYPEFLOW_DECL void checkpoint_reader::check_record(std::size_t k, const tensor_i
         if (infos_[j].name == t.name) throw error(where() + who + ": the name appears twice");
 }
 
+TYPEFLOW_DECL void checkpoint_reader::check_shards() const {
+    for (std::size_t k = 0; k < shards_.size(); ++k)
+        if (!detail::is_plain_file_name(shards_[k]))
+            throw error(where() + "shard " + std::to_string(k) + " is named " + detail::quoted(shards_[k].substr(0, 200)) +
+                        ": a shard must be a plain file name in the index's directory");
+}
+
 TYPEFLOW_DECL void checkpoint_reader::open_binary() {
     in_->ar = std::make_unique<cereal::PortableBinaryInputArchive>(in_->is);
     std::string last = "(none)";
     try {
-        const std::string magic = detail::read_string(*in_->ar, 64);
+        const std::string magic = detail::read_string(*in_->ar, 64, where());
         std::uint32_t version = 0;
         (*in_->ar)(version);
         check_header(magic, version);
         std::uint64_t nshards = 0;
         (*in_->ar)(nshards);
         if (nshards > (1u << 20)) throw error(where() + "corrupt shard count " + std::to_string(nshards));
-        for (std::uint64_t s = 0; s < nshards; ++s) shards_.push_back(detail::read_string(*in_->ar, 4096));
+        for (std::uint64_t s = 0; s < nshards; ++s) shards_.push_back(detail::read_string(*in_->ar, 4096, where()));
+        check_shards();
         std::uint64_t n = 0;
         (*in_->ar)(n);
         if (n > detail::max_tensors) throw error(where() + "corrupt tensor count " + std::to_string(n));
         for (std::uint64_t k = 0; k < n; ++k) {
             tensor_info t;
-            t.name = detail::read_string(*in_->ar, detail::max_name_length);
+            t.name = detail::read_string(*in_->ar, detail::max_name_length, where());
             std::uint8_t d = 0;
             std::uint32_t rank = 0;
             (*in_->ar)(d, rank);
@@ -389,19 +507,35 @@ TYPEFLOW_DECL void checkpoint_reader::open_binary() {
 }
 
 TYPEFLOW_DECL void checkpoint_reader::open_json() {
+    // The text is read once, measured, cleaned of RapidJSON's trouble and
+    // parsed from memory.
+    std::string text((std::istreambuf_iterator<char>(in_->is)), std::istreambuf_iterator<char>());
+    if (in_->is.bad()) throw error(where() + "reading the file failed: " + detail::errno_text(errno));
+    in_->is.close();
+    if (const std::size_t depth = typeflow::detail::json_nesting_depth(text);
+        depth > typeflow::detail::max_json_depth)
+        throw error(where() + "JSON nested more than " + std::to_string(typeflow::detail::max_json_depth) +
+                    " levels deep (a checkpoint needs 4): corrupt, or not a typeflow checkpoint");
+    detail::rewrite_zero_numbers(text);
+    // an input stream over the text, without a copy
+    struct view_buf : std::streambuf {
+        explicit view_buf(std::string& s) { setg(s.data(), s.data(), s.data() + s.size()); }
+    } buf(text);
+    std::istream is(&buf);
     std::string current = "(none)";
     try {
-        cereal::JSONInputArchive ar(in_->is);
+        cereal::JSONInputArchive ar(is);
         std::string magic;
         std::uint32_t version = 0;
         ar(cereal::make_nvp("format", magic), cereal::make_nvp("version", version));
         check_header(magic, version);
         ar(cereal::make_nvp("shards", shards_));
+        check_shards();
         ar.setNextName("tensors");
         ar.startNode();
         cereal::size_type n = 0;
         ar(cereal::make_size_tag(n));
-        if (n > detail::max_tensors) throw error(where() + "corrupt tensor count");
+        if (n > detail::max_tensors) throw error(where() + "corrupt tensor count " + std::to_string(n));
         for (cereal::size_type k = 0; k < n; ++k) {
             ar.startNode();
             tensor_info t;
@@ -420,7 +554,7 @@ TYPEFLOW_DECL void checkpoint_reader::open_json() {
             for (std::size_t i = 0; i < shape.size(); ++i) t.shape.d[i] = shape[i];
             check_record(static_cast<std::size_t>(k), t);
             if (!index_) {
-                auto bytes = detail::load_json_values(ar, t.dtype);
+                auto bytes = detail::load_json_values(ar, t.dtype, where() + who);
                 if (bytes.size() != t.bytes)
                     throw error(where() + who + ": " + std::to_string(bytes.size() / dtype_size(t.dtype)) +
                                 " values for shape " + to_string(t.shape));
@@ -434,22 +568,20 @@ TYPEFLOW_DECL void checkpoint_reader::open_json() {
         ar(cereal::make_nvp("end", end));
         if (end != detail::end_marker) throw error(where() + "the end marker is missing");
     } catch (const cereal::Exception& e) {
-        if (current == "(none)") current = last_json_name();
+        if (current == "(none)") current = last_json_name(text);
         throw error(where() + "not readable as a JSON checkpoint (truncated or corrupt) at or after tensor " +
                     current + ": " + e.what());
     }
 }
 
-// The last tensor name in a JSON file that does not parse: where it broke.
-TYPEFLOW_DECL std::string checkpoint_reader::last_json_name() const {
-    std::ifstream f(path_, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+// The last tensor name in JSON text that does not parse: where it broke.
+TYPEFLOW_DECL std::string checkpoint_reader::last_json_name(const std::string& text) {
     const std::string key = "\"name\": \"";
     const auto at = text.rfind(key);
     if (at == std::string::npos) return "(none)";
     const auto start = at + key.size();
     const auto stop = text.find('"', start);
-    return detail::quoted(text.substr(start, stop == std::string::npos ? std::string::npos : stop - start));
+    return detail::quoted(text.substr(start, stop == std::string::npos ? 200 : std::min<std::size_t>(stop - start, 200)));
 }
 
 }  // namespace typeflow::io

@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace typeflow::io {
@@ -244,7 +245,10 @@ TYPEFLOW_DECL std::string tfrecord_frame(std::string_view data) {
 
 TYPEFLOW_DECL std::vector<std::string> read_tfrecords(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw error("cannot open record file '" + path + "'");
+    if (!f) throw error("cannot open record file '" + path + "': " + detail::errno_text(errno));
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw error("record file '" + path + "' is a directory");
     const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     std::vector<std::string> out;
     std::size_t pos = 0;
@@ -275,7 +279,9 @@ TYPEFLOW_DECL std::vector<event> read_events(const std::string& path) {
         try {
             out.push_back(decode_event(r));
         } catch (const error& e) {
-            throw error("event file '" + path + "', event " + std::to_string(out.size()) + ": " + e.what());
+            const std::string what = e.what();  // "typeflow: protobuf: ..."
+            throw error("event file '" + path + "', event " + std::to_string(out.size()) + ": " +
+                        what.substr(what.rfind("typeflow: ", 0) == 0 ? 10 : 0));
         }
     }
     return out;

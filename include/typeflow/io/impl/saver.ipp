@@ -81,7 +81,9 @@ decltype(auto) with_tensor(typeflow::dtype dt, void* t, F&& f) {
 TYPEFLOW_DECL tensor_source source_of(typeflow::dtype dt, void* t) {
     return with_tensor(dt, t, [dt](auto* x) { return tensor_source{{}, dt, x->dims(), x->data()}; });
 }
-// A new tensor of dtype dt and extents d holding the bytes at buf.
+// A new tensor of dtype dt and extents d holding the bytes at buf. size() *
+// sizeof(value_type) cannot wrap: the checkpoint reader accepted d only with
+// detail::byte_count (at most max_tensor_bytes), and buf holds that many.
 TYPEFLOW_DECL_HOT std::shared_ptr<void> tensor_from(typeflow::dtype dt, const dims& d, const std::byte* buf) {
     return with_tensor(dt, nullptr, [&](auto* x) -> std::shared_ptr<void> {
         using X = std::remove_pointer_t<decltype(x)>;
@@ -108,7 +110,7 @@ TYPEFLOW_DECL bool is_complete_checkpoint(const std::string& path) {
         checkpoint_reader r(path);
         if (!r.is_index()) return r.file_format() == format::json || detail::binary_tail_ok(path);
         for (const auto& s : r.shards()) {
-            const std::string sp = detail::directory_of(path) + "/" + s;
+            const std::string sp = detail::directory_of(path) + "/" + s;  // a plain file name: the reader checked it
             checkpoint_reader sr(sp);
             if (sr.is_index() || (sr.file_format() == format::binary && !detail::binary_tail_ok(sp))) return false;
         }
@@ -155,7 +157,9 @@ TYPEFLOW_DECL bool saver::contains(const std::string& name) const { return entri
 TYPEFLOW_DECL std::vector<tensor_source> saver::tensors() const { return sources(std::nullopt); }
 
 TYPEFLOW_DECL std::string saver::save(const std::string& dir, std::int64_t step) {
-    std::filesystem::create_directories(dir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw error("saver: cannot create checkpoint directory '" + dir + "': " + ec.message());
     remove_stale_temporaries(dir);
     const std::string prefix = dir + "/" + opt_.basename + "-" + std::to_string(step);
     std::string path;
@@ -280,12 +284,18 @@ TYPEFLOW_DECL void saver::restore(const std::string& path, const restore_options
         problems.push_back("no variable (" + joined_names() + ") is in the checkpoint");
     if (!problems.empty()) fail(problems);
 
-    // 2. read every byte into buffers
+    // 2. read every byte into buffers. A buffer is allocated once the file
+    // that holds its bytes is open: a binary file's reader has checked that
+    // they lie inside the file, a JSON file's reader holds them already (an
+    // index alone could claim any size).
     std::vector<std::shared_ptr<std::byte[]>> bufs(file.size());
-    for (const auto& m : matched)
-        bufs[m.file_index] = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::uint64_t>(1, file[m.file_index].bytes)]);
+    const auto buffer = [&](std::size_t fi) {
+        bufs[fi] = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::uint64_t>(1, file[fi].bytes)]);
+        return bufs[fi].get();
+    };
     const auto strip = [](const error& e) { return std::string(e.what()).substr(std::string_view("typeflow: ").size()); };
     if (!top->is_index()) {
+        for (const auto& m : matched) buffer(m.file_index);
         try {
             top->read([&](std::size_t i) { return bufs[i].get(); });
         } catch (const error& e) {
@@ -298,7 +308,7 @@ TYPEFLOW_DECL void saver::restore(const std::string& path, const restore_options
             for (const auto& m : matched)
                 if (file[m.file_index].shard == k) wanted.push_back(m.file_index);
             if (wanted.empty()) continue;
-            const std::string sp = dir + "/" + top->shards()[k];
+            const std::string sp = dir + "/" + top->shards()[k];  // a plain file name: the reader checked it
             try {
                 checkpoint_reader shard(sp);
                 std::vector<std::byte*> dst(shard.tensors().size(), nullptr);
@@ -310,7 +320,7 @@ TYPEFLOW_DECL void saver::restore(const std::string& path, const restore_options
                     else if (shard.tensors()[*si].dtype != want.dtype || !(shard.tensors()[*si].shape == want.shape))
                         shard_problems.push_back("variable '" + want.name + "': shard '" + sp +
                                                  "' disagrees with the index on its dtype or shape");
-                    else dst[*si] = bufs[fi].get();
+                    else dst[*si] = buffer(fi);
                 }
                 if (shard_problems.empty()) shard.read([&](std::size_t i) { return dst[i]; });
                 problems.insert(problems.end(), shard_problems.begin(), shard_problems.end());
@@ -321,6 +331,8 @@ TYPEFLOW_DECL void saver::restore(const std::string& path, const restore_options
             }
         }
     }
+    for (const auto& m : matched)  // every buffer was read above, or a problem was reported
+        if (problems.empty() && !bufs[m.file_index]) problems.push_back("variable '" + file[m.file_index].name + "': its bytes were not read");
     if (!problems.empty()) fail(problems);
 
     // 3. prepare (may allocate), then commit (no failure possible)

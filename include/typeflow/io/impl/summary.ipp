@@ -83,7 +83,9 @@ TYPEFLOW_DECL void summary_writer::histogram(const std::string& tag, const std::
     try {
         h = make_histogram(values.data(), values.size(), opt_.histogram_buckets);
     } catch (const error& e) {
-        throw error("summary histogram '" + tag + "' at step " + std::to_string(step) + ": " + e.what());
+        const std::string what = e.what();  // "typeflow: histogram: ..."
+        throw error("summary histogram '" + tag + "' at step " + std::to_string(step) + " (in '" + dir_ + "'): " +
+                    what.substr(what.rfind("typeflow: ", 0) == 0 ? 10 : 0));
     }
     const double t = wall_time_now();
     if (histograms_csv_)

@@ -29,9 +29,37 @@ TYPEFLOW_DECL void check_feed(std::string_view name, dtype dt, const dims& want,
     if (!ok)
         typeflow::detail::raise(typeflow::detail::message() << "feed for placeholder '" << name << "': expected shape "
                                                             << want << ", got " << got);
+    if (!count_elements(got, dtype_size(dt)).ok)
+        typeflow::detail::raise(typeflow::detail::message()
+                                << "feed for placeholder '" << name << "': shape " << got << " has too many elements for "
+                                << dtype_name(dt) << ": its element count or size in bytes overflows");
     if (!data && got.numel() > 0)
         typeflow::detail::raise(typeflow::detail::message() << "feed for placeholder '" << name
                                                             << "': no data (null pointer)");
+}
+
+[[noreturn]] TYPEFLOW_DECL void raise_fed_twice(std::string_view name) {
+    typeflow::detail::raise(typeflow::detail::message() << "placeholder '" << name
+                                                        << "' is fed twice in one run; give each placeholder one feed");
+}
+
+TYPEFLOW_DECL void check_extents(std::string_view op, dtype dt, std::size_t elem_size, const dims& d) {
+    if (count_elements(d, elem_size).ok) return;
+    for (std::size_t i = 0; i < d.rank; ++i)
+        if (d.d[i] < 0)
+            typeflow::detail::raise(typeflow::detail::message() << op << ": the extents of its result, " << d
+                                                                << ", must be >= 0");
+    typeflow::detail::raise(typeflow::detail::message() << op << ": its result of shape " << d << " (" << dtype_name(dt)
+                                                        << ") has too many elements: its element count or size in "
+                                                           "bytes overflows");
+}
+
+[[noreturn]] TYPEFLOW_DECL void raise_allocation_failed(std::string_view what, std::size_t bytes, std::string_view op,
+                                                        const dims& d, dtype dt) {
+    typeflow::detail::raise(typeflow::detail::message()
+                            << "session: cannot allocate " << bytes << " bytes for " << what << " '" << op
+                            << "' of shape " << d << " (" << dtype_name(dt) << ", "
+                            << count_elements(d, dtype_size(dt)).bytes << " bytes)");
 }
 
 TYPEFLOW_DECL dims broadcast_operands(std::string_view op, const dims* const* ds, std::size_t n) {

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstring>
 
+#include <typeflow/core/message.hpp>
 #include <typeflow/core/pod_vector.hpp>
+#include <typeflow/core/shape.hpp>
 #include <typeflow/runtime/memory_plan.hpp>
 
 namespace typeflow::runtime {
@@ -36,6 +38,17 @@ TYPEFLOW_DECL_HOT void stable_order(std::size_t* idx, std::size_t n, const buffe
 }  // namespace detail
 
 TYPEFLOW_DECL_HOT std::size_t plan_memory(buffer_request* reqs, std::size_t n) {
+    // sizes, offsets and the total stay below max_tensor_bytes: their sums cannot wrap
+    std::size_t sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t b = reqs[i].bytes;
+        if (b > max_tensor_bytes - arena_alignment || b + arena_alignment > max_tensor_bytes - sum)
+            typeflow::detail::raise(typeflow::detail::message()
+                                    << "memory plan: buffers of more than " << max_tensor_bytes
+                                    << " bytes together do not fit one arena (buffer " << i << " has " << b
+                                    << " bytes)");
+        sum += b + arena_alignment;
+    }
     const auto padded = [](std::size_t bytes) { return (bytes + arena_alignment - 1) / arena_alignment * arena_alignment; };
     typeflow::detail::pod_vector<std::size_t> order(n), placed, live;
     for (std::size_t i = 0; i < n; ++i) order[i] = i;

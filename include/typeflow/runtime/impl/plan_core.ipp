@@ -124,7 +124,8 @@ TYPEFLOW_DECL void plan_core::merge() {
                 }
             } else {
                 for (std::size_t e = s.g->first_edge[i]; e < s.g->first_edge[i + 1]; ++e)
-                    edges_.push_back({m, s.offset + s.g->edges[e].child, s.g->edges[e].control});
+                    edges_.push_back(
+                        {m, s.offset + s.g->edges[e].child, s.g->edges[e].control, s.g->edges[e].extents_only});
             }
             // a segment's root is read by the tf::expr leaves that hide it; only the top graph's nodes are fetched
             if (!top) flags_[m].fetched = false;
@@ -170,8 +171,17 @@ TYPEFLOW_DECL void plan_core::finish() {
                 break;
             }
     }
-    // a shared instance lives until the last reader in any segment
-    for (const shared_read& r : shared_) last_[r.node] = std::max(last_[r.node], last_[r.reader]);
+    // a shared instance lives until the last reader in any segment, and so does
+    // what it aliases (a view's source, a forwarding kernel's child 0)
+    for (bool grew = !shared_.empty(); grew;) {
+        grew = false;
+        for (const shared_read& r : shared_)
+            if (last_[r.reader] > last_[r.node]) {
+                last_[r.node] = last_[r.reader];
+                grew = true;
+            }
+        if (grew) extend_aliased();
+    }
     for (const fetch& f : fetches_)
         if (desc_[f.node]->outputs > 1)
             typeflow::detail::raise(typeflow::detail::message()
@@ -206,7 +216,10 @@ TYPEFLOW_DECL void plan_core::finish() {
 }
 
 TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds) {
-    // 1. feeds
+    // 1. feeds: one per placeholder
+    for (std::size_t j = 1; j < n_feeds; ++j)
+        for (std::size_t k = 0; k < j; ++k)
+            if (feeds[j].key == feeds[k].key) raise_fed_twice(feeds[j].name);
     bool changed = !bound_;
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& d = *desc_[i];
@@ -238,6 +251,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
                 const instance& src = insts_[child_ref(in, 0)];
                 in.ptr = static_cast<const std::byte*>(src.ptr) + extra_off_[src.first_extra + d.output_index - 1];
             } else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
+            else if (d.forwards && forwarded_[k]) in.ptr = insts_[child_ref(in, 0)].ptr;
             else in.ptr = in.buf;
         }
     }
@@ -248,6 +262,10 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         const node_desc& d = *desc_[i];
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
+            if (d.forwards && forwarded_[k]) {  // its result is its child 0's elements: copied only when fetched
+                if (in.buf && bytes_of(k)) std::memcpy(in.buf, in.ptr, bytes_of(k));
+                continue;
+            }
             if (d.kind == op_kind::elementwise) {
                 for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
                 region_fn_[i](regions_[k], base_.data(), in.buf, par_);
@@ -358,6 +376,7 @@ TYPEFLOW_DECL bool plan_core::is_fetched_instance(std::size_t i, const void* id)
 TYPEFLOW_DECL void plan_core::rebind() {
     // extents, per instance (the instances of a tf::expr leaf read different segments)
     array<dims> d(insts_.size());
+    array<std::uint8_t> fw(insts_.size());     // kernels whose result is their child 0 as is
     array<dims> ed(extra_dims_.size());        // outputs 1.. of multi-output instances
     array<std::size_t> eo(extra_off_.size());
     array<const dims*> in(max_children_ + 1);
@@ -384,6 +403,13 @@ TYPEFLOW_DECL void plan_core::rebind() {
                 d[k] = *in[0];
                 break;
             }
+            // negative extents, or a count or byte count that overflows, stop here, before any buffer is sized
+            if (!count_elements(d[k], nd.elem_size).ok) check_extents(nd.name, nd.type, nd.elem_size, d[k]);
+            if (nd.forwards && computed(i)) fw[k] = nd.forwards(in.data());
+            for (std::size_t o = 1; o < nd.outputs; ++o) {
+                const dims& e = ed[insts_[k].first_extra + o - 1];
+                if (!count_elements(e, nd.output_sizes[o]).ok) check_extents(nd.name, nd.type, nd.output_sizes[o], e);
+            }
         }
     }
     // fused regions: loop structure
@@ -402,30 +428,57 @@ TYPEFLOW_DECL void plan_core::rebind() {
     }
     // kernel workspace: one block, as large as the largest request (kernels run one at a time)
     std::size_t work = 0;
+    std::uint32_t work_owner = none;
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& nd = *desc_[i];
         if (!computed(i) || !nd.workspace) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_ref(insts_[k], j)];
-            work = std::max(work, nd.workspace(kernel_ctx{nullptr, in.data(), nullptr, states_[k], par_}));
+            const std::size_t w = nd.workspace(kernel_ctx{nullptr, in.data(), nullptr, states_[k], par_});
+            if (w > work) {
+                work = w;
+                work_owner = k;
+            }
         }
     }
-    // buffers: every computed instance that is not fetched
+    // buffers: every computed instance that is not fetched (extents checked above: a node's
+    // outputs each fit max_tensor_bytes; their sum, and the sum over buffers, are checked here)
     array<buffer_request> reqs;
     array<std::uint32_t> owner;
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
-            if (is_fetched_instance(i, insts_[k].id)) continue;
+            if (fw[k] || is_fetched_instance(i, insts_[k].id)) continue;  // forwarded: child 0's memory
             std::size_t bytes = static_cast<std::size_t>(d[k].numel()) * desc_[i]->elem_size;
             for (std::size_t o = 1; o < desc_[i]->outputs; ++o) {  // outputs 1.. after output 0, aligned
                 const std::uint32_t x = insts_[k].first_extra + static_cast<std::uint32_t>(o) - 1;
                 bytes = (bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
                 eo[x] = bytes;
-                bytes += static_cast<std::size_t>(ed[x].numel()) * desc_[i]->output_sizes[o];
+                const std::size_t more = static_cast<std::size_t>(ed[x].numel()) * desc_[i]->output_sizes[o];
+                if (more > max_tensor_bytes - bytes)
+                    typeflow::detail::raise(typeflow::detail::message()
+                                            << desc_[i]->name << ": its outputs, the first of shape " << d[k]
+                                            << ", take more than " << max_tensor_bytes << " bytes together");
+                bytes += more;
             }
             reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
             owner.push_back(k);
+        }
+    }
+    // an arena too large to plan or to allocate: the error names its largest buffer (request r)
+    const auto arena_failed = [&](std::size_t bytes, std::size_t r) {
+        const node_desc& ld = *desc_[insts_[owner[r]].node];
+        raise_allocation_failed("the arena of this run's intermediate buffers; the largest is the result of", bytes,
+                                ld.name, d[owner[r]], ld.type);
+    };
+    // the kernel workspace, allocated before anything is committed
+    void* new_work = nullptr;
+    if (work > work_bytes_) {
+        try {
+            new_work = typeflow::detail::allocate_buffer(work);
+        } catch (const std::bad_alloc&) {
+            const node_desc& wd = *desc_[insts_[work_owner].node];
+            raise_allocation_failed("the kernel workspace of", work, wd.name, d[work_owner], wd.type);
         }
     }
     // one arena per memory space (the devices whose tensors share memory share one)
@@ -441,30 +494,44 @@ TYPEFLOW_DECL void plan_core::rebind() {
     try {
         for (std::size_t a = 0; a < spaces.size(); ++a) {
             array<buffer_request> part;
+            std::size_t sum = 0, largest = 0;  // the arena is never larger than its buffers side by side
             for (std::size_t r = 0; r < reqs.size(); ++r)
-                if (desc_[insts_[owner[r]].node]->memory == spaces[a]) part.push_back(reqs[r]);
+                if (desc_[insts_[owner[r]].node]->memory == spaces[a]) {
+                    if (part.empty() || reqs[r].bytes > reqs[largest].bytes) largest = r;
+                    part.push_back(reqs[r]);
+                    const std::size_t padded = (reqs[r].bytes + arena_alignment - 1) / arena_alignment * arena_alignment;
+                    sum = padded > max_tensor_bytes - sum ? max_tensor_bytes + 1 : sum + padded;
+                }
+            if (sum > max_tensor_bytes) arena_failed(sum, largest);
             const std::size_t size = plan_memory(part.data(), part.size());
             for (std::size_t r = 0, q = 0; r < reqs.size(); ++r)
                 if (desc_[insts_[owner[r]].node]->memory == spaces[a]) reqs[r].offset = part[q++].offset;
             arenas[a].mem = spaces[a];
             arenas[a].bytes = size ? size : 1;
-            arenas[a].p = static_cast<std::byte*>(spaces[a]->allocate(arenas[a].bytes));
+            try {
+                arenas[a].p = static_cast<std::byte*>(spaces[a]->allocate(arenas[a].bytes));
+            } catch (const std::bad_alloc&) {
+                arena_failed(arenas[a].bytes, largest);
+            }
             spaces[a]->zero(arenas[a].p, arenas[a].bytes);
             total += size;
         }
     } catch (...) {
         for (arena_block& b : arenas) b.release();
+        if (new_work) typeflow::detail::free_buffer(new_work, work);
         throw;
     }
     // commit
     dims_ = static_cast<array<dims>&&>(d);
+    forwarded_ = static_cast<array<std::uint8_t>&&>(fw);
+    for (std::size_t k = 0; k < insts_.size(); ++k)
+        if (forwarded_[k]) insts_[k].buf = nullptr;  // a fetched one gets its result's (prepare_results)
     extra_dims_ = static_cast<array<dims>&&>(ed);
     extra_off_ = static_cast<array<std::size_t>&&>(eo);
     regions_ = static_cast<std::unique_ptr<region::layout[]>&&>(regions);
-    if (work > work_bytes_) {
-        void* w = typeflow::detail::allocate_buffer(work);
+    if (new_work) {
         if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
-        work_ = w;
+        work_ = new_work;
         work_bytes_ = work;
     }
     for (arena_block& b : arenas_) b.release();
@@ -481,18 +548,31 @@ TYPEFLOW_DECL void plan_core::rebind() {
 
 TYPEFLOW_DECL void plan_core::compute_last_reads() {
     // a fused node is used exactly once: its reader's step is its region root's
+    // (an extents-only edge reads no elements: it neither makes a reader nor extends a lifetime)
     array<std::size_t> reader(n_);
-    for (const graph::edge& e : edges_) reader[e.child] = e.parent;
+    for (const graph::edge& e : edges_)
+        if (!e.extents_only) reader[e.child] = e.parent;
     array<std::size_t> step(n_);
     for (std::size_t i = n_; i-- > 0;)
         step[i] = !flags_[i].leaf && !flags_[i].materialized && !flags_[i].fetched ? step[reader[i]] : i;
     for (std::size_t i = 0; i < n_; ++i) last_[i] = flags_[i].fetched ? n_ : i;
-    for (const graph::edge& e : edges_) last_[e.child] = std::max(last_[e.child], step[e.parent]);
-    // a view's source is read as long as the view is (edges are grouped by parent)
-    for (std::size_t i = n_; i-- > 0;)
-        if (flags_[i].kind == op_kind::view)
+    for (const graph::edge& e : edges_)
+        if (!e.extents_only) last_[e.child] = std::max(last_[e.child], step[e.parent]);
+    extend_aliased();
+}
+
+TYPEFLOW_DECL void plan_core::extend_aliased() {
+    // a view's source is read as long as the view is (edges are grouped by parent); so is
+    // child 0 of a kernel that may forward it (alias it as its result)
+    for (std::size_t i = n_; i-- > 0;) {
+        if (flags_[i].kind == op_kind::view) {
             for (std::size_t e = first_edge_[i]; e < first_edge_[i + 1]; ++e)
                 last_[edges_[e].child] = std::max(last_[edges_[e].child], last_[i]);
+        } else if (desc_[i]->forwards) {
+            const std::size_t c = edges_[first_edge_[i]].child;
+            last_[c] = std::max(last_[c], last_[i]);
+        }
+    }
 }
 
 TYPEFLOW_DECL_HOT void plan_core::prepare_results() {
@@ -502,11 +582,24 @@ TYPEFLOW_DECL_HOT void plan_core::prepare_results() {
             f.fns->reset(f.result);
             continue;
         }
-        f.data = f.fns->prepare(f.result, dims_[f.inst]);
+        // the extents were checked by rebind: only memory can fail here (a tf::error from the tensor)
+        try {
+            f.data = f.fns->prepare(f.result, dims_[f.inst]);
+        } catch (const error&) {
+            result_failed(f);
+        } catch (const std::bad_alloc&) {
+            result_failed(f);
+        }
         if (computed(f.node))
             for (std::uint32_t i = first_inst_[f.node]; i != none; i = insts_[i].next)
                 if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
     }
+}
+
+TYPEFLOW_DECL void plan_core::result_failed(const fetch& f) const {
+    const node_desc& d = *desc_[f.node];
+    raise_allocation_failed("the result of fetch", count_elements(dims_[f.inst], d.elem_size).bytes, d.name,
+                            dims_[f.inst], d.type);
 }
 
 TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
