@@ -189,6 +189,8 @@ TEST_CASE("tensor: extents whose element count or size in bytes overflows are a 
     static_assert(tf::count_elements(tf::dims{(1LL << 61) + 1}, 2).ok);
     static_assert(!tf::count_elements(tf::dims{1LL << 62, 4}, 1).ok);
     static_assert(!tf::count_elements(tf::dims{3, tf::dyn}, 4).ok);
+    static_assert(!tf::count_elements(tf::dims{1LL << 62, 4, 0}, 1).ok);  // an overflow before a zero extent
+    static_assert(tf::count_elements(tf::dims{3, 0, 1LL << 62}, 8).ok);   // empty: nothing after the zero overflows
 }
 
 // Memory that cannot be had is a tf::error that names the shape and the bytes,

@@ -59,27 +59,21 @@ struct element_count {
 };
 /// The element count of extents d and its size in bytes for elements of
 /// elem_size bytes; ok is false when an extent is negative (or dyn) or when
-/// the count or the byte count overflows. (A zero extent makes any other
-/// extents valid: the tensor is empty.)
+/// the count or the byte count overflows. Every prefix of the extents is
+/// checked (a later zero extent does not excuse an overflow before it), so
+/// d.numel() of accepted extents cannot overflow either.
 constexpr element_count count_elements(const dims& d, std::size_t elem_size) noexcept {
     element_count c;
-    bool empty = false;
-    for (std::size_t i = 0; i < d.rank; ++i) {
+    for (std::size_t i = 0; i < d.rank; ++i)
         if (d.d[i] < 0) return c;
-        empty = empty || d.d[i] == 0;
-    }
-    c.ok = true;
-    if (empty) return c;
     const std::size_t limit = elem_size ? max_tensor_bytes / elem_size : max_tensor_bytes;
     std::size_t n = 1;
     for (std::size_t i = 0; i < d.rank; ++i) {
         const std::size_t e = static_cast<std::size_t>(d.d[i]);
-        if (n > limit / e) {
-            c.ok = false;
-            return c;
-        }
+        if (e != 0 && n > limit / e) return c;
         n *= e;
     }
+    c.ok = true;
     c.numel = static_cast<index_t>(n);
     c.bytes = n * elem_size;
     return c;

@@ -55,15 +55,13 @@ inline constexpr std::string_view index_magic = "typeflow-checkpoint-index";
 inline constexpr std::string_view end_marker = "typeflow-checkpoint-end";
 inline constexpr std::uint64_t max_name_length = 1u << 16;
 inline constexpr std::uint64_t max_tensors = 1u << 24;
-/// The most bytes one tensor of a checkpoint may hold (2^63 - 1: every byte
-/// count fits std::streamoff, std::ptrdiff_t and std::size_t).
-inline constexpr std::uint64_t max_tensor_bytes = static_cast<std::uint64_t>(PTRDIFF_MAX);
+/// The most bytes one tensor of a checkpoint may hold: typeflow::max_tensor_bytes
+/// (2^63 - 1: every byte count fits std::streamoff, std::ptrdiff_t and std::size_t).
+using typeflow::max_tensor_bytes;
 
 /// The byte count of a tensor of dtype d and extents s, or nullopt when an
 /// extent is negative, the rank exceeds max_rank, or the element count times
-/// the dtype's size exceeds max_tensor_bytes. Every prefix of the extents is
-/// checked (a later zero extent does not excuse an overflow before it), so
-/// s.numel() of accepted extents cannot overflow either.
+/// the dtype's size exceeds max_tensor_bytes: the check of typeflow::count_elements.
 TYPEFLOW_DECL std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s);
 
 /// The checksum of a tensor's record (name, dtype, extents, byte count, CRC

@@ -54,19 +54,13 @@ TYPEFLOW_DECL std::optional<typeflow::dtype> dtype_from_name(std::string_view s)
 }
 
 TYPEFLOW_DECL std::optional<std::uint64_t> byte_count(typeflow::dtype d, const dims& s) {
-    const std::uint64_t size = dtype_size(d);
+    const std::size_t size = dtype_size(d);
     if (size == 0 || s.rank > max_rank) return std::nullopt;
-    // n * size <= max_tensor_bytes after every extent: neither the element
-    // count (an index_t) nor the byte count can wrap
-    const std::uint64_t max_elements = max_tensor_bytes / size;
-    std::uint64_t n = 1;
-    for (std::size_t i = 0; i < s.rank; ++i) {
-        if (s.d[i] < 0) return std::nullopt;
-        const auto e = static_cast<std::uint64_t>(s.d[i]);
-        if (e != 0 && n > max_elements / e) return std::nullopt;
-        n *= e;
-    }
-    return n * size;
+    // the same check as a tensor's construction: no extent negative, and
+    // neither the element count nor the byte count past max_tensor_bytes
+    const element_count c = count_elements(s, size);
+    if (!c.ok) return std::nullopt;
+    return c.bytes;
 }
 
 // Why byte_count refused extents, for an error message.
