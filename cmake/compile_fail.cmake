@@ -14,6 +14,11 @@
 #                "pass": passes only if compiling without the define succeeds.
 #   DEFINE       the macro that turns the error on (EXPECT=fail)
 #   REGEX_FILE   file holding the regex (EXPECT=fail)
+#   MAX_OUTPUT_BYTES  optional (EXPECT=fail): the compiler's whole output
+#                (stdout and stderr) must not be longer than this many bytes
+#   FORBID_FILE  optional (EXPECT=fail): file holding a regex that no output
+#                line containing "error:" may match (e.g. "Eigen::": no error
+#                from inside Eigen after the diagnostic)
 
 foreach(_var CXX SOURCE FLAGS_FILE EXPECT)
   if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
@@ -90,4 +95,26 @@ if(NOT _first_error MATCHES "${REGEX}")
                       "  regex:       ${REGEX}\n"
                       "command: ${_cmdline}")
 endif()
-message(STATUS "failed as expected; first error: ${_first_error}")
+string(LENGTH "${_out}" _bytes)
+if(DEFINED MAX_OUTPUT_BYTES AND NOT MAX_OUTPUT_BYTES STREQUAL "" AND _bytes GREATER MAX_OUTPUT_BYTES)
+  string(SUBSTRING "${_out}" 0 4000 _head)
+  message("${_head}\n[... ${_bytes} bytes in all]")
+  message(FATAL_ERROR "the compiler printed ${_bytes} bytes, more than MAX_OUTPUT_BYTES=${MAX_OUTPUT_BYTES}.\n"
+                      "  first error: ${_first_error}\n"
+                      "command: ${_cmdline}")
+endif()
+
+if(DEFINED FORBID_FILE AND NOT FORBID_FILE STREQUAL "")
+  file(READ "${FORBID_FILE}" _forbid)
+  string(REGEX MATCHALL "[^\n]*error:[^\n]*" _error_lines "${_out}")
+  foreach(_line IN LISTS _error_lines)
+    if(_line MATCHES "${_forbid}")
+      message("${_out}")
+      message(FATAL_ERROR "an error line matches the forbidden regex.\n"
+                          "  line:  ${_line}\n"
+                          "  regex: ${_forbid}\n"
+                          "command: ${_cmdline}")
+    endif()
+  endforeach()
+endif()
+message(STATUS "failed as expected (${_bytes} bytes of output); first error: ${_first_error}")

@@ -35,6 +35,12 @@ template <class Op>
 struct op_has_no_gradient_rule;
 template <class Expr, class Type>
 struct gradient_needs_floating_point_cost;
+template <class Variable>
+struct grad_wrt_integer_variable;
+template <class Placeholder>
+struct grad_wrt_integer_placeholder;
+template <class Expr, class Type>
+struct grad_wrt_integer_expression;
 }  // namespace typeflow::diagnostic
 
 namespace typeflow {
@@ -386,6 +392,45 @@ constexpr bool floating_cost() {
     static_assert(ok, "typeflow: grad: the cost must have a floating-point dtype");
     return ok;
 }
+// A gradient is taken only with respect to a floating-point x: an integer or
+// bool one (a step counter, ids, labels) has none (tf.gradients gives None),
+// where a zero would hide the mistake. The error names the variable or
+// placeholder (or the expression and its dtype).
+template <class X>
+constexpr bool floating_wrt() {
+    using T = value_type_t<X>;
+    constexpr bool ok = floating_c<T>;
+    if constexpr (!ok) {
+        if constexpr (typeflow::detail::is_variable_v<X>) {
+            diagnostic::grad_wrt_integer_variable<X> error;
+        } else if constexpr (typeflow::detail::is_placeholder_v<X>) {
+            diagnostic::grad_wrt_integer_placeholder<X> error;
+        } else {
+            diagnostic::grad_wrt_integer_expression<X, T> error;
+        }
+    }
+    static_assert(ok,
+                  "typeflow: grad: a gradient is taken only with respect to a floating-point (float or double) "
+                  "expression; an integer or bool variable or placeholder has none: leave it out of grad");
+    return ok;
+}
+// Whether grad(y, xs...) is well typed: a floating-point cost and xs. When
+// it is not, report_grad_args names the first mistake (the cost's dtype, or
+// each integer x), and grad returns zeros of each x's dtype and shape (what
+// it gave before), so that no second error follows. The checks are called as
+// statements, not in a constant expression: a failed static_assert there
+// would add "non-constant condition" errors.
+template <class Y, class... Xs>
+inline constexpr bool grad_args_valid_v = floating_c<value_type_t<Y>> && (floating_c<value_type_t<Xs>> && ...);
+template <class Y, class... Xs>
+void report_grad_args() {
+    if constexpr (!floating_c<value_type_t<Y>>) (void)floating_cost<Y>();
+    else ((void)floating_wrt<Xs>(), ...);
+}
+template <class X>
+auto inert_gradient(const X& x) {
+    return broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x);
+}
 
 }  // namespace detail::autodiff
 
@@ -400,12 +445,15 @@ auto erased_grad(const Y& y, const Xs&... xs);
 /// not a scalar, as tf.gradients does): an expression of x's shape, sharing
 /// y's nodes, so that fetching y and its gradient computes y once. An x that
 /// y does not depend on gets a zero gradient (a warning with
-/// -DTYPEFLOW_WARN_ZERO_GRADIENT). When y reaches a tf::expr, the gradient
+/// -DTYPEFLOW_WARN_ZERO_GRADIENT); an integer or bool x is a compile error
+/// naming it (grad_wrt_integer_variable<V>, ..._placeholder<P>). When y reaches a tf::expr, the gradient
 /// is a tf::expr of x's dtype and shape (see runtime/expr.hpp).
 template <expression Y, expression X>
 auto grad(const Y& y, const X& x) {
-    static_assert(detail::autodiff::floating_cost<Y>());
-    if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
+    if constexpr (!detail::autodiff::grad_args_valid_v<Y, X>) {
+        detail::autodiff::report_grad_args<Y, X>();
+        return detail::autodiff::inert_gradient(x);
+    } else if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
         return erased_grad(y, x);  // through tf::expr (runtime/expr_backprop.hpp)
     } else {
         detail::autodiff::builder<Y> b(y);
@@ -416,8 +464,10 @@ auto grad(const Y& y, const X& x) {
 template <expression Y, expression... Xs>
     requires(sizeof...(Xs) > 1)
 auto grad(const Y& y, const Xs&... xs) {
-    static_assert(detail::autodiff::floating_cost<Y>());
-    if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
+    if constexpr (!detail::autodiff::grad_args_valid_v<Y, Xs...>) {
+        detail::autodiff::report_grad_args<Y, Xs...>();
+        return gradients<decltype(detail::autodiff::inert_gradient(xs))...>(detail::autodiff::inert_gradient(xs)...);
+    } else if constexpr (detail::autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
         return erased_grad(y, xs...);
     } else {
         detail::autodiff::builder<Y> b(y);

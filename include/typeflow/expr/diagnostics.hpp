@@ -1,12 +1,26 @@
 // typeflow/expr/diagnostics.hpp — compile-time checks with readable first errors.
 //
-// Each check, on failure, first declares a variable of an incomplete type whose
-// name states the problem and carries the op and both shapes, dtypes or
-// devices, so the compiler's first error line reads e.g.
+// A diagnostic is an incomplete type whose name states the problem and whose
+// template arguments are the op and both shapes, dtypes or devices.
+//
+// The built-in ops' rules use the `require` checks below: a rule that does not
+// hold yields rule_failed<Diag> (expr/op.hpp) instead of failing where it is
+// evaluated, and make_node returns a misuse (expr/node.hpp), so the compiler's
+// first error is in the user's own statement, e.g.
 //   'typeflow::diagnostic::shapes_do_not_broadcast<typeflow::op::add,
-//    typeflow::shape<2, 3>, typeflow::shape<4> > error' has incomplete type
+//    typeflow::shape<2, 3>, typeflow::shape<4> > y' has incomplete type
+// with no "In instantiation of" / "required from" lines (those print the
+// operands' full types, exponential in the depth of a residual graph), and
+// nothing after it: later uses of `y` are ignored and no kernel is
+// instantiated for the bad node.
+//
+// The `check` functions are for custom ops (docs/ops.md): on failure they
+// declare a variable of the diagnostic type, so the first error line reads
+//   'typeflow::diagnostic::shapes_do_not_broadcast<...> error' has incomplete type
 // and then a static_assert explains what to do.
 #pragma once
+#include <type_traits>
+
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
@@ -114,3 +128,48 @@ constexpr auto broadcast() {
 }
 
 }  // namespace typeflow::check
+
+namespace typeflow::require {
+
+/// A condition of an op's rule and the diagnostic that names its failure.
+template <bool Ok, class Diag>
+struct that {
+    static constexpr bool ok = Ok;
+    using diagnostic = Diag;
+};
+/// Operands of one op have one dtype (convert one with tf::cast<T>(e)).
+template <class Op, class A, class B>
+using same_dtype = that<std::is_same_v<A, B>, diagnostic::dtypes_differ<Op, A, B>>;
+/// Operands of one op live on one device (move one with tf::to<Device>(e)).
+template <class Op, class A, class B>
+using same_device = that<std::is_same_v<A, B>, diagnostic::devices_differ<Op, A, B>>;
+/// float or double (use tf::cast<float>(e)).
+template <class Op, class T>
+using floating = that<floating_c<T>, diagnostic::needs_floating_point<Op, T>>;
+/// A number, not bool (use tf::cast<T>(e) or tf::where).
+template <class Op, class T>
+using numeric = that<numeric_c<T>, diagnostic::needs_numeric<Op, T>>;
+/// bool (compare first, e.g. x > 0).
+template <class Op, class T>
+using boolean = that<std::is_same_v<T, bool>, diagnostic::needs_bool<Op, T>>;
+/// A and B broadcast (numpy rules: extents equal or 1).
+template <class Op, shape_c A, shape_c B>
+using broadcast = that<broadcast_dims(A::value, B::value).ok, diagnostic::shapes_do_not_broadcast<Op, A, B>>;
+
+/// Holds when Failure (a first_failure_t) is void; else names it.
+template <class Failure>
+using none = that<std::is_void_v<Failure>, Failure>;
+
+/// The diagnostic of the first of R... that does not hold, or void.
+template <class... R>
+struct first_failure {
+    using type = void;
+};
+template <class R, class... Rest>
+struct first_failure<R, Rest...> {
+    using type = std::conditional_t<R::ok, typename first_failure<Rest...>::type, typename R::diagnostic>;
+};
+template <class... R>
+using first_failure_t = typename first_failure<R...>::type;
+
+}  // namespace typeflow::require

@@ -20,35 +20,46 @@ struct result_traits {
     using device = D;
 };
 
-/// dtype rules: which operand dtypes an element-wise op takes and what it yields.
+/// dtype rules: which operand dtypes an element-wise op takes (`requirement`,
+/// a require:: check; `check`, the same as a static_assert) and what it yields.
 namespace rule {
 struct numeric {  // arithmetic on numbers, same dtype out
     template <class Op, class T>
     static constexpr bool check() { return check::numeric<Op, T>(); }
+    template <class Op, class T>
+    using requirement = require::numeric<Op, T>;
     template <class T>
     using result = T;
 };
 struct floating {  // transcendental functions
     template <class Op, class T>
     static constexpr bool check() { return check::floating<Op, T>(); }
+    template <class Op, class T>
+    using requirement = require::floating<Op, T>;
     template <class T>
     using result = T;
 };
 struct logical {  // bool in, bool out
     template <class Op, class T>
     static constexpr bool check() { return check::boolean<Op, T>(); }
+    template <class Op, class T>
+    using requirement = require::boolean<Op, T>;
     template <class T>
     using result = bool;
 };
 struct ordering {  // <, <=, >, >= on numbers, bool out
     template <class Op, class T>
     static constexpr bool check() { return check::numeric<Op, T>(); }
+    template <class Op, class T>
+    using requirement = require::numeric<Op, T>;
     template <class T>
     using result = bool;
 };
 struct equality {  // ==, != on any dtype, bool out
     template <class Op, class T>
     static constexpr bool check() { return true; }
+    template <class Op, class T>
+    using requirement = require::that<true, void>;
     template <class T>
     using result = bool;
 };
@@ -70,18 +81,24 @@ using operand_sig_t = operand_sig<value_type_t<A>, shape_t<A>, device_t<A>>;
 /// Rule of a unary element-wise op: same shape and device, dtype by Rule.
 template <class Op, class Rule, class A>
 constexpr auto unary_rule() {
-    Rule::template check<Op, value_type_t<A>>();
-    return result_traits<typename Rule::template result<value_type_t<A>>, shape_t<A>, device_t<A>>{};
+    using failure = require::first_failure_t<typename Rule::template requirement<Op, value_type_t<A>>>;
+    if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+    else return result_traits<typename Rule::template result<value_type_t<A>>, shape_t<A>, device_t<A>>{};
 }
 
 /// Rule of a binary element-wise op: one device, one dtype, broadcast shapes.
 template <class Op, class Rule, class A, class B>
 constexpr auto binary_rule() {
-    check::same_device<Op, device_t<A>, device_t<B>>();
-    check::same_dtype<Op, value_type_t<A>, value_type_t<B>>();
-    Rule::template check<Op, value_type_t<A>>();
-    using S = decltype(check::broadcast<Op, shape_t<A>, shape_t<B>>());
-    return result_traits<typename Rule::template result<value_type_t<A>>, S, device_t<A>>{};
+    using failure = require::first_failure_t<require::same_device<Op, device_t<A>, device_t<B>>,
+                                             require::same_dtype<Op, value_type_t<A>, value_type_t<B>>,
+                                             typename Rule::template requirement<Op, value_type_t<A>>,
+                                             require::broadcast<Op, shape_t<A>, shape_t<B>>>;
+    if constexpr (!std::is_void_v<failure>) {
+        return rule_failed<failure>{};
+    } else {
+        constexpr broadcast_result r = broadcast_dims(shape_t<A>::value, shape_t<B>::value);
+        return result_traits<typename Rule::template result<value_type_t<A>>, shape_from_dims<r.out>, device_t<A>>{};
+    }
 }
 
 /// Declares the tag of a unary element-wise op: its name, dtype rule and
@@ -108,21 +125,21 @@ constexpr auto binary_rule() {
 
 /// Operands of a binary op: two expressions, or one and an arithmetic scalar.
 template <class A, class B>
-concept binary_operands = (expression<A> && (expression<B> || std::is_arithmetic_v<std::remove_cvref_t<B>>)) ||
-                          (std::is_arithmetic_v<std::remove_cvref_t<A>> && expression<B>);
+concept binary_operands = (operand<A> && (operand<B> || std::is_arithmetic_v<std::remove_cvref_t<B>>)) ||
+                          (std::is_arithmetic_v<std::remove_cvref_t<A>> && operand<B>);
 
-/// Builds a binary node, turning an arithmetic operand into a scalar of the
-/// other operand's dtype and device.
+/// Builds a binary node (make_node), turning an arithmetic operand into a
+/// scalar of the other operand's dtype and device.
 template <class Op, class A, class B>
-auto make_binary(const A& a, const B& b) {
-    if constexpr (expression<A> && expression<B>) {
-        return node<Op, A, B>(detail::children_tag{}, a, b);
+decltype(auto) make_binary(const A& a, const B& b) {
+    if constexpr (detail::is_misuse_v<A> || detail::is_misuse_v<B> || (expression<A> && expression<B>)) {
+        return make_node<Op>(a, b);
     } else if constexpr (expression<A>) {
         using S = scalar<value_type_t<A>, device_t<A>>;
-        return node<Op, A, S>(detail::children_tag{}, a, S(static_cast<value_type_t<A>>(b)));
+        return make_node<Op>(a, S(static_cast<value_type_t<A>>(b)));
     } else {
         using S = scalar<value_type_t<B>, device_t<B>>;
-        return node<Op, S, B>(detail::children_tag{}, S(static_cast<value_type_t<B>>(a)), b);
+        return make_node<Op>(S(static_cast<value_type_t<B>>(a)), b);
     }
 }
 

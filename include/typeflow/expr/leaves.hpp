@@ -206,11 +206,12 @@ concept variable_c = detail::is_variable_v<std::remove_cvref_t<V>>;
 template <class P>
 concept placeholder_c = detail::is_placeholder_v<std::remove_cvref_t<P>>;
 
-/// Turns an operand into an expression: expressions pass through, arithmetic
-/// scalars become scalar<T> of the other operand's type (like Python scalars).
+/// Turns an operand into an expression: expressions (and misuses, see
+/// detail::misuse) pass through, arithmetic scalars become scalar<T> of the
+/// other operand's type (like Python scalars).
 template <class T, class D, class A>
 decltype(auto) as_operand(A&& a) {
-    if constexpr (expression<A>) return std::forward<A>(a);
+    if constexpr (operand<A>) return std::forward<A>(a);
     else return scalar<T, D>(static_cast<T>(a));
 }
 

@@ -163,9 +163,34 @@ struct child_ops {
 };
 }  // namespace detail
 
-/// Any typeflow graph node: a leaf or an operation node.
+namespace detail {
+// A misuse: what an op function returns when its op's rule does not hold
+// (make_node below), a reference to the rule's diagnostic type, which is
+// incomplete and volatile-qualified (no expression is). `auto x = <misuse>`
+// then fails in the caller's own statement, "'typeflow::diagnostic::
+// dtypes_differ<typeflow::op::add, float, double> x' has incomplete type",
+// with no "required from" lines that would print the operands' types, and
+// the compiler ignores every later use of x. Ops given a misuse return it, so
+// one stays one error however it is used. Never defined.
+template <class Diag>
+const volatile Diag& misuse() noexcept;
+template <class T>
+inline constexpr bool is_misuse_v = false;
+template <class T>
+inline constexpr bool is_misuse_v<volatile T> = std::is_class_v<T>;
+}  // namespace detail
+
+/// Any typeflow graph node: a leaf or an operation node (not a misuse, whose
+/// type is incomplete).
 template <class E>
-concept expression = __is_base_of(detail::expression_base, std::remove_cvref_t<E>);  // the builtin: no per-type entity
+concept expression = !detail::is_misuse_v<std::remove_reference_t<E>> &&
+                     __is_base_of(detail::expression_base, std::remove_cvref_t<E>);  // the builtin: no per-type entity
+
+/// What an op function takes: an expression, or a misuse, which it returns as
+/// it is (see detail::misuse). Everything else (tf::grad, fetches, sessions,
+/// tf::expr) takes expressions only.
+template <class E>
+concept operand = detail::is_misuse_v<std::remove_reference_t<E>> || expression<E>;
 
 /// Element type, static shape and device of an expression.
 template <expression E>
@@ -176,11 +201,20 @@ template <expression E>
 using device_t = typename std::remove_cvref_t<E>::device;
 
 namespace detail {
-// How many leading children only order execution: from the op's traits.
+// How many leading children only order execution: from the op's traits. A
+// node made directly (not through make_node) of an op whose rule does not
+// hold reports the rule's diagnostic here.
 template <class Traits>
 constexpr std::size_t control_inputs_of() {
-    if constexpr (requires { Traits::control_inputs; }) return std::size_t{Traits::control_inputs};
-    else return 0;
+    if constexpr (is_rule_failed_v<Traits>) {
+        typename Traits::diagnostic error;
+        static_assert(!is_rule_failed_v<Traits>, "typeflow: the op's rule does not hold for these operands (see the type above)");
+        return 0;
+    } else if constexpr (requires { Traits::control_inputs; }) {
+        return std::size_t{Traits::control_inputs};
+    } else {
+        return 0;
+    }
 }
 // The static facts of a node, in a base keyed on the op alone: a static member
 // of node<Op, C...> itself would be an entity whose mangled name spells the
@@ -266,10 +300,27 @@ template <class Op, class... C>
 struct is_pure<node<Op, C...>> : std::bool_constant<(is_pure<C>::value && ...)> {};
 }  // namespace detail
 
-/// Builds node<Op, decayed operands...>.
+namespace detail {
+template <class A0, class... A>
+decltype(auto) first_misuse() noexcept {
+    if constexpr (is_misuse_v<A0>) return misuse<std::remove_cv_t<A0>>();
+    else return first_misuse<A...>();
+}
+}  // namespace detail
+
+/// Builds node<Op, decayed operands...>. When the op's rule does not hold for
+/// the operands (its traits are rule_failed<Diag>), or an operand is already a
+/// misuse, returns a misuse instead (detail::misuse): op functions return
+/// decltype(auto), so that it reaches the caller, who gets one short error.
 template <class Op, class... A>
-node<Op, std::remove_cvref_t<A>...> make_node(const A&... a) {
-    return node<Op, std::remove_cvref_t<A>...>(detail::children_tag{}, a...);
+decltype(auto) make_node(const A&... a) {
+    if constexpr ((detail::is_misuse_v<A> || ...)) {
+        return detail::first_misuse<A...>();
+    } else if constexpr (detail::is_rule_failed_v<typename Op::template traits<A...>>) {
+        return detail::misuse<typename Op::template traits<A...>::diagnostic>();
+    } else {
+        return node<Op, A...>(detail::children_tag{}, a...);
+    }
 }
 
 }  // namespace typeflow

@@ -11,7 +11,10 @@
 //   - `traits<C...>`: its shape and dtype rule over the children's types,
 //     with value_type, shape_type and device (and `control_inputs` when its
 //     leading children only order execution); a rule that does not hold
-//     declares a diagnostic type and static_asserts (expr/diagnostics.hpp);
+//     either is rule_failed<Diag> (Diag: a diagnostic type naming the op and
+//     the operands; make_node then returns a misuse that fails in the caller's
+//     own statement, see expr/node.hpp), or, in a custom op, declares a
+//     diagnostic type and static_asserts (expr/diagnostics.hpp);
 //   - element-wise ops: `apply(scalars...)`, a scalar functor usable on host
 //     and device (TYPEFLOW_HOST_DEVICE);
 //   - kernel and view ops: `infer(const dims&...)` (or `infer_static<In...>`)
@@ -40,6 +43,21 @@ enum class op_kind {
     view,         // same elements, new extents (reshape): aliases its input
     kernel,       // materialised by a backend kernel (matmul, reductions, ...)
 };
+
+/// The traits of an op whose rule does not hold for the children: only the
+/// diagnostic type that names the problem, its op and its operands' shapes,
+/// dtypes or devices (expr/diagnostics.hpp; expr/ops/ build them with
+/// require::first_failure_t).
+template <class Diag>
+struct rule_failed {
+    using diagnostic = Diag;
+};
+namespace detail {
+template <class T>
+inline constexpr bool is_rule_failed_v = false;
+template <class Diag>
+inline constexpr bool is_rule_failed_v<rule_failed<Diag>> = true;
+}  // namespace detail
 
 /// An op tag: a kind and a name (its rule is checked where it is applied).
 template <class Op>

@@ -35,6 +35,17 @@
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/graph/topo.hpp>
 
+namespace typeflow::diagnostic {
+template <class Optimizer, class Variable>
+struct optimizer_needs_floating_point_variable;
+template <class Optimizer, class Arg>
+struct optimizer_trains_only_variables;
+template <class Optimizer, class Shape>
+struct learning_rate_must_be_scalar;
+template <class Optimizer, class Type>
+struct learning_rate_must_be_numeric;
+}  // namespace typeflow::diagnostic
+
 namespace typeflow::train {
 
 // ---------------------------------------------------------------------------
@@ -121,6 +132,79 @@ auto as_rate(const L& l) {
     }
 }
 
+// Whether L is a learning rate: a number (not bool) or a numeric scalar
+// (rank-0) expression.
+template <class L>
+constexpr bool rate_valid() {
+    if constexpr (expression<L>) return numeric_c<value_type_t<L>> && shape_t<L>::rank == 0;
+    else return std::is_arithmetic_v<L> && !std::is_same_v<L, bool>;
+}
+// The check of optimizer Opt's learning rate L, in its constructor: an error
+// naming the optimizer (whose type holds L) and L's shape or type. The
+// checks below are called as statements (not in a constant expression, where
+// a failed static_assert adds "non-constant condition" errors); minimize and
+// apply_gradients test the plain traits, and stop after an error.
+template <class Opt, class L>
+void check_rate() {
+    if constexpr (expression<L>) {
+        if constexpr (shape_t<L>::rank != 0) {
+            diagnostic::learning_rate_must_be_scalar<Opt, shape_t<L>> error;
+        } else if constexpr (!numeric_c<value_type_t<L>>) {
+            diagnostic::learning_rate_must_be_numeric<Opt, value_type_t<L>> error;
+        }
+    } else if constexpr (!rate_valid<L>()) {
+        diagnostic::learning_rate_must_be_numeric<Opt, L> error;
+    }
+    static_assert(rate_valid<L>(), "typeflow: optimizer: the learning rate must be a number or a numeric scalar "
+                                   "(rank-0) expression, such as a placeholder<\"lr\", float, shape<>> or a schedule");
+}
+// Whether Opt's learning rate is valid (true for an optimizer that names none).
+template <class Opt>
+constexpr bool rate_ok() {
+    if constexpr (requires { typename Opt::learning_rate_type; })
+        return rate_valid<typename Opt::learning_rate_type>();
+    else return true;
+}
+
+// Whether an optimizer can train V (given to minimize or compute_gradients,
+// or in the pairs given to apply_gradients): a floating-point variable.
+template <class V>
+inline constexpr bool trainable_arg_v = [] {
+    if constexpr (variable_c<V>) return floating_c<value_type_t<V>>;
+    else return false;
+}();
+// The error for a V that optimizer Opt cannot train, naming both.
+template <class Opt, class V>
+void check_trainable() {
+    if constexpr (!variable_c<V>) {
+        diagnostic::optimizer_trains_only_variables<Opt, V> error;
+        static_assert(variable_c<V>, "typeflow: minimize: the arguments after the loss are variables to train "
+                                     "(and, last, an optional tf::train::global_step(v))");
+    } else {
+        constexpr bool ok = floating_c<value_type_t<V>>;
+        if constexpr (!ok) {
+            diagnostic::optimizer_needs_floating_point_variable<Opt, V> error;
+        }
+        static_assert(ok, "typeflow: optimizer: only floating-point (float or double) variables can be trained; "
+                          "an integer or bool variable has no gradient (a step counter goes in last as "
+                          "tf::train::global_step(v))");
+    }
+}
+// The first N of A... (minimize's arguments before the global step) are trainable.
+template <std::size_t N, class... A>
+inline constexpr bool first_trainable_v = []<std::size_t... K>(std::index_sequence<K...>) {
+    return (trainable_arg_v<meta::at_t<K, A...>> && ...);
+}(std::make_index_sequence<N>{});
+template <class Opt, std::size_t N, class... A>
+void check_first_trainable() {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (check_trainable<Opt, meta::at_t<K, A...>>(), ...);
+    }(std::make_index_sequence<N>{});
+}
+// What minimize / apply_gradients return after a compile error they reported
+// (an op that does nothing, of a group's dtype), so that no second error follows.
+inline auto no_update() { return scalar<bool>(true); }
+
 template <fixed_string VarName, fixed_string Slot, class V, class Init>
 auto slot(Init init) {
     return non_trainable_variable<concat<VarName, concat<"/", Slot>()>(), value_type_t<V>, shape_t<V>, device_t<V>>(
@@ -159,6 +243,9 @@ public:
     auto compute_gradients(const L& loss, const Vs&... vars) const {
         if constexpr (sizeof...(Vs) == 0) {
             return with_trainable(loss, [&](const auto&... v) { return compute_gradients(loss, v...); });
+        } else if constexpr (!(detail::trainable_arg_v<Vs> && ...)) {
+            (detail::check_trainable<Derived, Vs>(), ...);
+            return grads_and_vars<>();
         } else if constexpr (sizeof...(Vs) == 1) {
             auto g = grad(loss, vars...);
             return grads_and_vars<grad_and_var<decltype(g), Vs>...>(grad_and_var<decltype(g), Vs>{g, vars}...);
@@ -177,7 +264,14 @@ public:
     template <class... P, class... Step>
         requires(sizeof...(Step) <= 1 && (detail::is_global_step_v<Step> && ...))
     auto apply_gradients(const grads_and_vars<P...>& gv, const Step&... step) const {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        if constexpr (!detail::rate_ok<Derived>()) {
+            return detail::no_update();  // reported by the constructor
+        } else if constexpr (!(detail::trainable_arg_v<decltype(std::declval<P>().var)> && ...)) {
+            (detail::check_trainable<Derived, decltype(std::declval<P>().var)>(), ...);
+            return detail::no_update();
+        } else if constexpr (sizeof...(P) + sizeof...(Step) == 0) {
+            return detail::no_update();  // after compute_gradients reported an error
+        } else return [&]<std::size_t... K>(std::index_sequence<K...>) {
             return group(self().update(gv.template get<K>().grad, gv.template get<K>().var)...,
                          assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
         }(std::index_sequence_for<P...>{});
@@ -188,7 +282,12 @@ public:
     /// global_step(gs) also increments gs.
     template <expression L, class... A>
     auto minimize(const L& loss, const A&... a) const {
-        if constexpr (detail::last_is_step<A...>()) {
+        if constexpr (!detail::rate_ok<Derived>()) {
+            return detail::no_update();  // reported by the constructor
+        } else if constexpr (!detail::first_trainable_v<sizeof...(A) - detail::last_is_step<A...>(), A...>) {
+            detail::check_first_trainable<Derived, sizeof...(A) - detail::last_is_step<A...>(), A...>();
+            return detail::no_update();
+        } else if constexpr (detail::last_is_step<A...>()) {
             const typeflow::detail::children_of<const A*...> args(&a...);
             return [&]<std::size_t... K>(std::index_sequence<K...>) {
                 return apply_gradients(compute_gradients(loss, *typeflow::detail::get_child<K>(args)...),
@@ -226,7 +325,8 @@ private:
 template <class LR>
 class gradient_descent : public optimizer<gradient_descent<LR>> {
 public:
-    explicit gradient_descent(LR lr) : lr_(std::move(lr)) {}
+    using learning_rate_type = LR;
+    explicit gradient_descent(LR lr) : lr_(std::move(lr)) { detail::check_rate<gradient_descent, LR>(); }
     template <class G, class V>
     auto update(const G& g, const V& v) const {
         if constexpr (detail::sparse_v<G, V>)
@@ -253,7 +353,10 @@ struct momentum_options {
 template <class LR>
 class momentum_optimizer : public optimizer<momentum_optimizer<LR>> {
 public:
-    momentum_optimizer(LR lr, momentum_options o) : lr_(std::move(lr)), o_(o) {}
+    using learning_rate_type = LR;
+    momentum_optimizer(LR lr, momentum_options o) : lr_(std::move(lr)), o_(o) {
+        detail::check_rate<momentum_optimizer, LR>();
+    }
     template <class G, class V>
     auto update(const G& g, const V& v) const {
         using T = value_type_t<V>;
@@ -291,7 +394,10 @@ struct adam_options {
 template <class LR>
 class adam_optimizer : public optimizer<adam_optimizer<LR>> {
 public:
-    adam_optimizer(LR lr, adam_options o) : lr_(std::move(lr)), o_(o) {}
+    using learning_rate_type = LR;
+    adam_optimizer(LR lr, adam_options o) : lr_(std::move(lr)), o_(o) {
+        detail::check_rate<adam_optimizer, LR>();
+    }
     template <class G, class V>
     auto update(const G& g, const V& var) const {
         using T = value_type_t<V>;
@@ -342,7 +448,10 @@ struct rmsprop_options {
 template <class LR>
 class rmsprop_optimizer : public optimizer<rmsprop_optimizer<LR>> {
 public:
-    rmsprop_optimizer(LR lr, rmsprop_options o) : lr_(std::move(lr)), o_(o) {}
+    using learning_rate_type = LR;
+    rmsprop_optimizer(LR lr, rmsprop_options o) : lr_(std::move(lr)), o_(o) {
+        detail::check_rate<rmsprop_optimizer, LR>();
+    }
     template <class G, class V>
     auto update(const G& g, const V& var) const {
         using T = value_type_t<V>;
@@ -372,7 +481,10 @@ struct adagrad_options {
 template <class LR>
 class adagrad_optimizer : public optimizer<adagrad_optimizer<LR>> {
 public:
-    adagrad_optimizer(LR lr, adagrad_options o) : lr_(std::move(lr)), o_(o) {}
+    using learning_rate_type = LR;
+    adagrad_optimizer(LR lr, adagrad_options o) : lr_(std::move(lr)), o_(o) {
+        detail::check_rate<adagrad_optimizer, LR>();
+    }
     template <class G, class V>
     auto update(const G& g, const V& var) const {
         using T = value_type_t<V>;

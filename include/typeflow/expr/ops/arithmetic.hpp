@@ -19,48 +19,48 @@ TYPEFLOW_UNARY_OP(neg, numeric, A(-a))
 /// Element-wise a + b with broadcasting.
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator+(const A& a, const B& b) {
+decltype(auto) operator+(const A& a, const B& b) {
     return make_binary<op::add>(a, b);
 }
 /// Element-wise a - b with broadcasting.
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator-(const A& a, const B& b) {
+decltype(auto) operator-(const A& a, const B& b) {
     return make_binary<op::sub>(a, b);
 }
 /// Element-wise a * b with broadcasting (not a matrix product: see matmul).
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator*(const A& a, const B& b) {
+decltype(auto) operator*(const A& a, const B& b) {
     return make_binary<op::mul>(a, b);
 }
 /// Element-wise a / b with broadcasting (integer division truncates).
 template <class A, class B>
     requires binary_operands<A, B>
-auto operator/(const A& a, const B& b) {
+decltype(auto) operator/(const A& a, const B& b) {
     return make_binary<op::div>(a, b);
 }
 /// Element-wise -a.
-template <expression A>
-auto operator-(const A& a) {
+template <operand A>
+decltype(auto) operator-(const A& a) {
     return make_node<op::neg>(a);
 }
 /// Element-wise a to the power b (floating point).
 template <class A, class B>
     requires binary_operands<A, B>
-auto pow(const A& a, const B& b) {
+decltype(auto) pow(const A& a, const B& b) {
     return make_binary<op::pow>(a, b);
 }
 /// Element-wise larger of a and b.
 template <class A, class B>
     requires binary_operands<A, B>
-auto maximum(const A& a, const B& b) {
+decltype(auto) maximum(const A& a, const B& b) {
     return make_binary<op::maximum>(a, b);
 }
 /// Element-wise smaller of a and b.
 template <class A, class B>
     requires binary_operands<A, B>
-auto minimum(const A& a, const B& b) {
+decltype(auto) minimum(const A& a, const B& b) {
     return make_binary<op::minimum>(a, b);
 }
 
@@ -125,5 +125,15 @@ struct gradient<op::neg> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N&, const G& g) { return ad::neg(g); }
 };
+
+// A misuse (what an op returns when its rule does not hold, expr/node.hpp) is a
+// type of namespace diagnostic: it finds these operators there by argument-
+// dependent lookup, and so passes through them.
+namespace diagnostic {
+using typeflow::operator+;
+using typeflow::operator-;
+using typeflow::operator*;
+using typeflow::operator/;
+}  // namespace diagnostic
 
 }  // namespace typeflow

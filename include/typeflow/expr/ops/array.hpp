@@ -298,25 +298,18 @@ struct concat {
     static constexpr index_t axis = Axis;
     template <class C0, class... C>
     static constexpr auto rule() {
-        (check::same_device<concat, device_t<C0>, device_t<C>>(), ...);
-        (check::same_dtype<concat, value_type_t<C0>, value_type_t<C>>(), ...);
         constexpr dims in[] = {shape_t<C0>::value, shape_t<C>::value...};
         constexpr detail::concat_result r = detail::concat_dims(in, 1 + sizeof...(C), Axis);
-        if constexpr (!r.rank_ok) {
-            diagnostic::operand_ranks_differ<concat, shape_t<C0>, shape_t<C>...> error;
-        }
-        static_assert(r.rank_ok, "typeflow: concat: the operands have different ranks");
-        if constexpr (r.rank_ok && !r.axis_ok) {
-            diagnostic::axis_out_of_range<concat, shape_t<C0>> error;
-        }
-        static_assert(!r.rank_ok || r.axis_ok, "typeflow: concat: the axis is out of range for the operands' rank");
-        if constexpr (r.rank_ok && r.axis_ok && !r.extents_ok) {
-            diagnostic::extents_differ_off_axis<concat, shape_t<C0>, shape_t<C>...> error;
-        }
-        static_assert(!r.rank_ok || !r.axis_ok || r.extents_ok,
-                      "typeflow: concat: the operands' extents differ on an axis other than the concatenation axis");
-        constexpr dims out = r.ok() ? r.out : shape_t<C0>::value;
-        return result_traits<value_type_t<C0>, shape_from_dims<out>, device_t<C0>>{};
+        using failure = require::first_failure_t<
+            require::same_device<concat, device_t<C0>, device_t<C>>..., require::same_dtype<concat, value_type_t<C0>, value_type_t<C>>...,
+            // the operands have different ranks
+            require::that<r.rank_ok, diagnostic::operand_ranks_differ<concat, shape_t<C0>, shape_t<C>...>>,
+            // the axis is out of range for the operands' rank
+            require::that<!r.rank_ok || r.axis_ok, diagnostic::axis_out_of_range<concat, shape_t<C0>>>,
+            // the operands' extents differ on an axis other than the concatenation axis
+            require::that<!r.rank_ok || !r.axis_ok || r.extents_ok, diagnostic::extents_differ_off_axis<concat, shape_t<C0>, shape_t<C>...>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<C0>, shape_from_dims<r.out>, device_t<C0>>{};
     }
     template <class... C>
     using traits = decltype(rule<operand_sig_t<C>...>());
@@ -358,16 +351,13 @@ struct slice<begin_tag<B...>, sizes_tag<S...>> {
     template <class X>
     static constexpr auto rule() {
         constexpr detail::slice_result r = of(shape_t<X>::value);
-        if constexpr (!r.rank_ok) {
-            diagnostic::attribute_count_differs_from_rank<slice, shape_t<X>> error;
-        }
-        static_assert(r.rank_ok, "typeflow: slice: give one begin and one size per axis of the operand");
-        if constexpr (r.rank_ok && !r.inside) {
-            diagnostic::slice_outside_operand<slice, shape_t<X>> error;
-        }
-        static_assert(!r.rank_ok || r.inside, "typeflow: slice: begin + size exceeds the operand's extent");
-        constexpr dims out = r.rank_ok ? r.box.size : shape_t<X>::value;
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = require::first_failure_t<
+            // give one begin and one size per axis of the operand
+            require::that<r.rank_ok, diagnostic::attribute_count_differs_from_rank<slice, shape_t<X>>>,
+            // begin + size exceeds the operand's extent
+            require::that<!r.rank_ok || r.inside, diagnostic::slice_outside_operand<slice, shape_t<X>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_from_dims<r.box.size>, device_t<X>>{};
     }
     template <class X>
     using traits = decltype(rule<operand_sig_t<X>>());
@@ -417,19 +407,20 @@ struct split_part {
         using S = shape_t<X>;
         using Diag = split<Axis, Parts>;
         constexpr bool axis_ok = detail::axis_in_range(Axis, S::rank);
-        if constexpr (!axis_ok) {
-            diagnostic::axis_out_of_range<Diag, S> error;
-        }
-        static_assert(axis_ok, "typeflow: split: the axis is out of range");
         constexpr bool fits = !axis_ok || parts::range(0, S::value.d[normalize_axis(Axis, S::rank)]).ok;
-        if constexpr (!fits && std::is_same_v<Parts, equal_parts<parts::count>>) {
-            diagnostic::extent_not_divisible_into_parts<Diag, S> error;
-        } else if constexpr (!fits) {
-            diagnostic::split_sizes_do_not_add_up<Diag, S> error;
+        using failure = require::first_failure_t<
+            // the axis is out of range
+            require::that<axis_ok, diagnostic::axis_out_of_range<Diag, S>>,
+            // the parts do not divide the axis' extent
+            require::that<fits, std::conditional_t<std::is_same_v<Parts, equal_parts<parts::count>>,
+                                                   diagnostic::extent_not_divisible_into_parts<Diag, S>,
+                                                   diagnostic::split_sizes_do_not_add_up<Diag, S>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = window(S::value).size;
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
         }
-        static_assert(fits, "typeflow: split: the parts do not divide the axis' extent");
-        constexpr dims out = window(S::value).size;
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
     }
     template <class X>
     using traits = decltype(rule<operand_sig_t<X>>());
@@ -544,16 +535,13 @@ struct pad {
     static constexpr auto rule() {
         static_assert(sizeof...(V) == 0 || Mode == pad_mode::constant, "typeflow: pad: only a CONSTANT pad takes a value");
         constexpr detail::pad_result r = of(shape_t<X>::value);
-        if constexpr (!r.rank_ok) {
-            diagnostic::attribute_count_differs_from_rank<pad, shape_t<X>> error;
-        }
-        static_assert(r.rank_ok, "typeflow: pad: give one {before, after} pair per axis of the operand");
-        if constexpr (!r.fits) {
-            diagnostic::paddings_too_large<pad, shape_t<X>> error;
-        }
-        static_assert(r.fits, "typeflow: pad: REFLECT needs paddings < the extent, SYMMETRIC paddings <= the extent");
-        constexpr dims out = r.rank_ok ? r.out : shape_t<X>::value;
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = require::first_failure_t<
+            // give one {before, after} pair per axis of the operand
+            require::that<r.rank_ok, diagnostic::attribute_count_differs_from_rank<pad, shape_t<X>>>,
+            // REFLECT needs paddings < the extent, SYMMETRIC paddings <= the extent
+            require::that<r.fits, diagnostic::paddings_too_large<pad, shape_t<X>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_from_dims<r.out>, device_t<X>>{};
     }
     template <class X, class... V>
     using traits = decltype(rule<operand_sig_t<X>, V...>());
@@ -599,12 +587,12 @@ struct tile {
     template <class X>
     static constexpr auto rule() {
         constexpr bool ok = sizeof...(M) == shape_t<X>::rank;
-        if constexpr (!ok) {
-            diagnostic::attribute_count_differs_from_rank<tile, shape_t<X>> error;
+        if constexpr (!ok) {  // give one multiple per axis of the operand
+            return rule_failed<diagnostic::attribute_count_differs_from_rank<tile, shape_t<X>>>{};
+        } else {
+            constexpr dims out = detail::tiled_dims(shape_t<X>::value, multiples.data());
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
         }
-        static_assert(ok, "typeflow: tile: give one multiple per axis of the operand");
-        constexpr dims out = ok ? detail::tiled_dims(shape_t<X>::value, multiples.data()) : shape_t<X>::value;
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
     }
     template <class X>
     using traits = decltype(rule<operand_sig_t<X>>());
@@ -633,12 +621,12 @@ struct flatten {
     template <class X>
     static constexpr auto rule() {
         constexpr bool ok = shape_t<X>::rank >= 1;
-        if constexpr (!ok) {
-            diagnostic::rank_too_small<flatten, shape_t<X>> error;
+        if constexpr (!ok) {  // the operand needs a batch axis (rank >= 1)
+            return rule_failed<diagnostic::rank_too_small<flatten, shape_t<X>>>{};
+        } else {
+            constexpr dims out = detail::flattened_dims(shape_t<X>::value);
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
         }
-        static_assert(ok, "typeflow: flatten: the operand needs a batch axis (rank >= 1)");
-        constexpr dims out = ok ? detail::flattened_dims(shape_t<X>::value) : dims{0, 0};
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
     }
     template <class X>
     using traits = decltype(rule<operand_sig_t<X>>());
@@ -661,60 +649,56 @@ struct unstack {
 
 /// The operands joined along Axis (negative counts from the end); their
 /// extents must agree on every other axis (TensorFlow's tf.concat).
-template <index_t Axis, expression A, expression B, expression... R>
-auto concat(const A& a, const B& b, const R&... r) {
+template <index_t Axis, operand A, operand B, operand... R>
+decltype(auto) concat(const A& a, const B& b, const R&... r) {
     return make_node<op::concat<Axis>>(a, b, r...);
 }
 
 /// The box of x from B... with extents S... (-1: to the end of the axis),
 /// TensorFlow's tf.slice(x, begin, size): tf::slice<1, 0>(x, tf::sizes<2, -1>).
-template <index_t... B, expression X, index_t... S>
-auto slice(const X& x, sizes_tag<S...>) {
+template <index_t... B, operand X, index_t... S>
+decltype(auto) slice(const X& x, sizes_tag<S...>) {
     return make_node<op::slice<op::begin_tag<B...>, sizes_tag<S...>>>(x);
 }
 /// The box of x from B... to the end of every axis.
-template <index_t... B, expression X>
-auto slice(const X& x) {
+template <index_t... B, operand X>
+decltype(auto) slice(const X& x) {
     return make_node<op::slice<op::begin_tag<B...>, sizes_tag<(B * 0 - 1)...>>>(x);
 }
 
 namespace detail {
+// The parts as a tuple of nodes; one misuse (not a tuple) when x is one or
+// the split's rule does not hold.
 template <index_t Axis, class Parts, class X, std::size_t... K>
-auto split_nodes(const X& x, std::index_sequence<K...>) {
-    return std::make_tuple(make_node<op::split_part<Axis, K, Parts>>(x)...);
+decltype(auto) split_nodes(const X& x, std::index_sequence<K...>) {
+    if constexpr (is_misuse_v<X>) return first_misuse<X>();
+    else if constexpr (is_rule_failed_v<typename op::split_part<Axis, 0, Parts>::template traits<X>>)
+        return misuse<typename op::split_part<Axis, 0, Parts>::template traits<X>::diagnostic>();
+    else return std::make_tuple(make_node<op::split_part<Axis, K, Parts>>(x)...);
 }
 }  // namespace detail
 
 /// x split along Axis into N parts of equal extent (tf.split(x, N, axis)): a
 /// std::tuple of N nodes, e.g. auto [a, b] = tf::split<1, 2>(x).
-template <index_t Axis, std::size_t N, expression X>
-auto split(const X& x) {
+template <index_t Axis, std::size_t N, operand X>
+decltype(auto) split(const X& x) {
     static_assert(N > 0, "typeflow: split: the number of parts must be positive");
     return detail::split_nodes<Axis, equal_parts<N>>(x, std::make_index_sequence<N>{});
 }
 /// x split along Axis into parts of extents S... (one may be -1: the rest):
 /// auto [a, b] = tf::split<0>(x, tf::sizes<2, -1>).
-template <index_t Axis, expression X, index_t... S>
-auto split(const X& x, sizes_tag<S...>) {
+template <index_t Axis, operand X, index_t... S>
+decltype(auto) split(const X& x, sizes_tag<S...>) {
     return detail::split_nodes<Axis, sizes_tag<S...>>(x, std::make_index_sequence<sizeof...(S)>{});
 }
 
 namespace detail {
 // stack's rule: one rank, an axis in [-(rank + 1), rank], one shape (dyn
-// meets anything); true when it holds.
+// meets anything): a type_identity of the first failure's diagnostic, or of void.
 template <index_t Axis, class S0, class... S>
-constexpr bool stack_check() {
+constexpr auto stack_failure_of() {
     using Op = op::stack<Axis>;
     constexpr bool rank_ok = ((S::rank == S0::rank) && ...);
-    if constexpr (!rank_ok) {
-        diagnostic::operand_ranks_differ<Op, S0, S...> error;
-    }
-    static_assert(rank_ok, "typeflow: stack: the operands have different ranks");
-    constexpr bool axis_ok = axis_in_range(Axis, S0::rank + 1);
-    if constexpr (!axis_ok) {
-        diagnostic::axis_out_of_range<Op, S0> error;
-    }
-    static_assert(axis_ok, "typeflow: stack: the axis is out of range (-(rank + 1) <= axis <= rank)");
     constexpr bool same = [] {
         if (!rank_ok) return true;
         const dims in[] = {S0::value, S::value...};
@@ -723,74 +707,86 @@ constexpr bool stack_check() {
                 if (d.d[a] != in[0].d[a] && d.d[a] != dyn && in[0].d[a] != dyn) return false;
         return true;
     }();
-    if constexpr (!same) {
-        diagnostic::stacked_shapes_differ<Op, S0, S...> error;
-    }
-    static_assert(same, "typeflow: stack: the operands have different shapes");
-    return rank_ok && axis_ok && same;
+    return std::type_identity<require::first_failure_t<
+        // the operands have different ranks
+        require::that<rank_ok, diagnostic::operand_ranks_differ<Op, S0, S...>>,
+        // the axis is out of range (-(rank + 1) <= axis <= rank)
+        require::that<axis_in_range(Axis, S0::rank + 1), diagnostic::axis_out_of_range<Op, S0>>,
+        // the operands have different shapes
+        require::that<same, diagnostic::stacked_shapes_differ<Op, S0, S...>>>>{};
 }
 }  // namespace detail
 
 /// The operands (of one shape) stacked along a new axis Axis (tf.stack).
-template <index_t Axis, expression A, expression B, expression... R>
-auto stack(const A& a, const B& b, const R&... r) {
-    constexpr index_t ax = normalize_axis(Axis, shape_t<A>::rank + 1);
-    // checked in a constant expression, so that its diagnostics come first
-    if constexpr (detail::stack_check<Axis, shape_t<A>, shape_t<B>, shape_t<R>...>())
-        return concat<ax>(expand_dims<ax>(a), expand_dims<ax>(b), expand_dims<ax>(r)...);
-    else
-        return a;
+template <index_t Axis, operand A, operand B, operand... R>
+decltype(auto) stack(const A& a, const B& b, const R&... r) {
+    if constexpr (detail::is_misuse_v<A> || detail::is_misuse_v<B> || (detail::is_misuse_v<R> || ...)) {
+        return detail::first_misuse<A, B, R...>();
+    } else {
+        using failure = typename decltype(detail::stack_failure_of<Axis, shape_t<A>, shape_t<B>, shape_t<R>...>())::type;
+        if constexpr (!std::is_void_v<failure>) {
+            return detail::misuse<failure>();
+        } else {
+            constexpr index_t ax = normalize_axis(Axis, shape_t<A>::rank + 1);
+            return concat<ax>(expand_dims<ax>(a), expand_dims<ax>(b), expand_dims<ax>(r)...);
+        }
+    }
 }
 
 /// x unstacked along Axis (tf.unstack): a std::tuple of the extent's slices,
 /// each without the axis. The extent must be static.
-template <index_t Axis, expression X>
-auto unstack(const X& x) {
-    using S = shape_t<X>;
-    using Op = op::unstack<Axis>;
-    constexpr bool axis_ok = detail::axis_in_range(Axis, S::rank);
-    if constexpr (!axis_ok) {
-        diagnostic::axis_out_of_range<Op, S> error;
-    }
-    static_assert(axis_ok, "typeflow: unstack: the axis is out of range");
-    constexpr index_t ax = axis_ok ? normalize_axis(Axis, S::rank) : 0;
-    constexpr index_t n = S::rank > 0 ? S::value.d[ax] : 0;
-    if constexpr (n == dyn) {
-        diagnostic::extent_must_be_static<Op, S> error;
-    }
-    static_assert(n != dyn, "typeflow: unstack: the axis' extent must be static (it is the number of results)");
-    if constexpr (axis_ok && n != dyn) {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            return std::make_tuple(squeeze<ax>(make_node<op::split_part<ax, K, equal_parts<n>>>(x))...);
-        }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
+template <index_t Axis, operand X>
+decltype(auto) unstack(const X& x) {
+    if constexpr (detail::is_misuse_v<X>) {
+        return detail::first_misuse<X>();
     } else {
-        return std::tuple<>{};
+        using S = shape_t<X>;
+        using Op = op::unstack<Axis>;
+        constexpr bool axis_ok = detail::axis_in_range(Axis, S::rank);
+        constexpr index_t ax = axis_ok ? normalize_axis(Axis, S::rank) : 0;
+        constexpr index_t n = S::rank > 0 ? S::value.d[ax] : 0;
+        using failure = require::first_failure_t<
+            // the axis is out of range
+            require::that<axis_ok, diagnostic::axis_out_of_range<Op, S>>,
+            // the axis' extent must be static (it is the number of results)
+            require::that<n != dyn, diagnostic::extent_must_be_static<Op, S>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return detail::misuse<failure>();
+        } else {
+            return [&]<std::size_t... K>(std::index_sequence<K...>) {
+                return std::make_tuple(squeeze<ax>(make_node<op::split_part<ax, K, equal_parts<n>>>(x))...);
+            }(std::make_index_sequence<static_cast<std::size_t>(n)>{});
+        }
     }
 }
 
 /// x padded by P (tf::paddings<{before, after}...>, one pair per axis), as
 /// tf.pad: CONSTANT (zeros) by default, or pad_mode::reflect / symmetric.
-template <class P, pad_mode Mode = pad_mode::constant, expression X>
-auto pad(const X& x) {
+template <class P, pad_mode Mode = pad_mode::constant, operand X>
+decltype(auto) pad(const X& x) {
     return make_node<op::pad<P, Mode>>(x);
 }
 /// x padded by P with the constant `value`.
-template <class P, expression X, class V>
+template <class P, operand X, class V>
     requires std::is_arithmetic_v<V>
-auto pad(const X& x, V value) {
-    using S = scalar<value_type_t<X>, device_t<X>>;
-    return make_node<op::pad<P, pad_mode::constant>>(x, S(static_cast<value_type_t<X>>(value)));
+decltype(auto) pad(const X& x, V value) {
+    if constexpr (detail::is_misuse_v<X>) {
+        return detail::first_misuse<X>();
+    } else {
+        using S = scalar<value_type_t<X>, device_t<X>>;
+        return make_node<op::pad<P, pad_mode::constant>>(x, S(static_cast<value_type_t<X>>(value)));
+    }
 }
 
 /// x repeated M[i] times along axis i (tf.tile).
-template <index_t... M, expression X>
-auto tile(const X& x) {
+template <index_t... M, operand X>
+decltype(auto) tile(const X& x) {
     return make_node<op::tile<M...>>(x);
 }
 
 /// [N, d1, d2, ...] -> [N, d1 * d2 * ...] (Keras' Flatten; [N] -> [N, 1]): a view.
-template <expression X>
-auto flatten(const X& x) {
+template <operand X>
+decltype(auto) flatten(const X& x) {
     return make_node<op::flatten>(x);
 }
 

@@ -25,16 +25,15 @@ struct assign {
                                                                      : "assign_sub";
     template <class V, class E>
     static constexpr auto rule() {
-        check::same_device<assign, device_t<V>, device_t<E>>();
-        check::same_dtype<assign, value_type_t<V>, value_type_t<E>>();
-        if constexpr (M != assign_mode::set) check::numeric<assign, value_type_t<V>>();
-        using S = decltype(check::broadcast<assign, shape_t<V>, shape_t<E>>());
-        constexpr bool fits = S::value == shape_t<V>::value;
-        if constexpr (!fits) {
-            diagnostic::shapes_do_not_broadcast<assign, shape_t<V>, shape_t<E>> error;
-        }
-        static_assert(fits, "typeflow: assign: the value's shape does not broadcast to the variable's shape");
-        return result_traits<value_type_t<V>, shape_t<V>, device_t<V>>{};
+        constexpr broadcast_result r = broadcast_dims(shape_t<V>::value, shape_t<E>::value);
+        // the value's shape broadcasts to the variable's shape
+        constexpr bool fits = r.ok && r.out == shape_t<V>::value;
+        using failure = require::first_failure_t<
+            require::same_device<assign, device_t<V>, device_t<E>>, require::same_dtype<assign, value_type_t<V>, value_type_t<E>>,
+            require::that<M == assign_mode::set || numeric_c<value_type_t<V>>, diagnostic::needs_numeric<assign, value_type_t<V>>>,
+            require::that<fits, diagnostic::shapes_do_not_broadcast<assign, shape_t<V>, shape_t<E>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<V>, shape_t<V>, device_t<V>>{};
     }
     template <class V, class E>
     using traits = decltype(rule<V, E>());
@@ -48,24 +47,24 @@ struct assign {
 }  // namespace op
 
 /// Sets variable v to e (broadcast to v's shape) at the end of the run.
-template <variable_c V, expression E>
-auto assign(const V& v, E&& e) {
+template <variable_c V, operand E>
+decltype(auto) assign(const V& v, E&& e) {
     return make_node<op::assign<assign_mode::set>>(v, std::forward<E>(e));
 }
 /// Adds e to variable v at the end of the run.
 template <variable_c V, class E>
-auto assign_add(const V& v, E&& e) {
+decltype(auto) assign_add(const V& v, E&& e) {
     return make_node<op::assign<assign_mode::add>>(v, as_operand<value_type_t<V>, device_t<V>>(std::forward<E>(e)));
 }
 /// Subtracts e from variable v at the end of the run.
 template <variable_c V, class E>
-auto assign_sub(const V& v, E&& e) {
+decltype(auto) assign_sub(const V& v, E&& e) {
     return make_node<op::assign<assign_mode::sub>>(v, as_operand<value_type_t<V>, device_t<V>>(std::forward<E>(e)));
 }
 /// Sets variable v to the scalar e.
 template <variable_c V, class E>
     requires std::is_arithmetic_v<std::remove_cvref_t<E>>
-auto assign(const V& v, E e) {
+decltype(auto) assign(const V& v, E e) {
     return make_node<op::assign<assign_mode::set>>(v, as_operand<value_type_t<V>, device_t<V>>(e));
 }
 

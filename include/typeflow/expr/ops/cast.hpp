@@ -17,8 +17,8 @@ struct cast {
 }  // namespace op
 
 /// Converts each element to To (float to int truncates toward zero; nonzero is true).
-template <value_type_c To, expression A>
-auto cast(const A& a) {
+template <value_type_c To, operand A>
+decltype(auto) cast(const A& a) {
     return make_node<op::cast<To>>(a);
 }
 

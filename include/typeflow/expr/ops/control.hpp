@@ -26,9 +26,9 @@ struct after {
 /// The value of x, computed only after deps have run; an assign in deps is
 /// applied before x is read (TensorFlow's control_dependencies). Nodes that x
 /// shares with the rest of the graph may have run earlier.
-template <expression X, expression... Deps>
+template <operand X, operand... Deps>
     requires(sizeof...(Deps) > 0)
-auto with_dependencies(X&& x, Deps&&... deps) {
+decltype(auto) with_dependencies(X&& x, Deps&&... deps) {
     return make_node<op::after>(std::forward<Deps>(deps)..., std::forward<X>(x));
 }
 

@@ -132,27 +132,20 @@ struct conv2d_attrs {
     static constexpr detail::conv2d_geometry geometry(const dims& x, const dims& f) {
         return detail::conv2d_geometry_of(x, f, SH, SW, Pad == padding_mode::same, DH, DW);
     }
-    // The static rule on input X and filter F; returns the static geometry.
+    // The static rule on input X and filter F: the diagnostic of its first
+    // failing requirement, or void.
     template <class Op, class X, class F>
-    static constexpr detail::conv2d_geometry check() {
-        check::same_device<Op, device_t<X>, device_t<F>>();
-        check::same_dtype<Op, value_type_t<X>, value_type_t<F>>();
-        check::floating<Op, value_type_t<X>>();
-        constexpr detail::conv2d_geometry g = geometry(shape_t<X>::value, shape_t<F>::value);
-        if constexpr (!g.rank_ok) {
-            diagnostic::conv_needs_rank_4<Op, shape_t<X>, shape_t<F>> error;
-        }
-        static_assert(g.rank_ok, "typeflow: conv2d: the input must be [N, H, W, C_in] and the filter [KH, KW, C_in, C_out]");
-        if constexpr (!g.channels_ok) {
-            diagnostic::conv_input_channels_differ_from_filter<Op, shape_t<X>, shape_t<F>> error;
-        }
-        static_assert(g.channels_ok, "typeflow: conv2d: the input's channels (last extent) differ from the filter's C_in (third extent)");
-        if constexpr (!g.window_ok) {
-            diagnostic::conv_window_larger_than_input<Op, shape_t<X>, shape_t<F>> error;
-        }
-        static_assert(g.window_ok, "typeflow: conv2d: with VALID padding the (dilated) filter is larger than the input; use tf::padding::same");
-        return g;
-    }
+    using failure = require::first_failure_t<
+        require::same_device<Op, device_t<X>, device_t<F>>, require::same_dtype<Op, value_type_t<X>, value_type_t<F>>,
+        require::floating<Op, value_type_t<X>>,
+        // the input must be [N, H, W, C_in] and the filter [KH, KW, C_in, C_out]
+        require::that<geometry(shape_t<X>::value, shape_t<F>::value).rank_ok, diagnostic::conv_needs_rank_4<Op, shape_t<X>, shape_t<F>>>,
+        // the input's channels (last extent) differ from the filter's C_in (third extent)
+        require::that<geometry(shape_t<X>::value, shape_t<F>::value).channels_ok,
+                      diagnostic::conv_input_channels_differ_from_filter<Op, shape_t<X>, shape_t<F>>>,
+        // with VALID padding the (dilated) filter is larger than the input; use tf::padding::same
+        require::that<geometry(shape_t<X>::value, shape_t<F>::value).window_ok,
+                      diagnostic::conv_window_larger_than_input<Op, shape_t<X>, shape_t<F>>>>;
     // The run-time geometry, or a tf::error naming the op and both extents.
     static detail::conv2d_geometry checked(std::string_view name, const dims& x, const dims& f) {
         const detail::conv2d_geometry g = geometry(x, f);
@@ -174,8 +167,13 @@ struct conv2d : conv2d_attrs<SH, SW, Pad, DH, DW> {
     static constexpr std::string_view name = "conv2d";
     template <class X, class F>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<conv2d, X, F>().out();
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = typename base::template failure<conv2d, X, F>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = base::geometry(shape_t<X>::value, shape_t<F>::value).out();
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        }
     }
     template <class X, class F>
     using traits = decltype(rule<X, F>());
@@ -184,17 +182,20 @@ struct conv2d : conv2d_attrs<SH, SW, Pad, DH, DW> {
 
 // The rule of both backprop ops over (x, w, dy): x and w as for conv2d, dy
 // of the convolution's output shape.
+// (A function, not an alias template: GCC 12 crashes on shape_from_dims of a
+// computed dims in an alias template.)
 template <class Op, class Base, class X, class F, class DY>
-constexpr void conv2d_backprop_check() {
-    constexpr dims out = Base::template check<Op, X, F>().out();
-    check::same_device<Op, device_t<X>, device_t<DY>>();
-    check::same_dtype<Op, value_type_t<X>, value_type_t<DY>>();
-    constexpr bool fits = detail::conv_out_fits(shape_t<DY>::value, out);
-    if constexpr (!fits) {
-        diagnostic::conv_out_backprop_shape_differs<Op, shape_t<DY>, shape_from_dims<out>> error;
-    }
-    static_assert(fits, "typeflow: conv2d backprop: the output gradient's shape differs from the convolution's output");
+constexpr auto conv2d_backprop_failure_of() {
+    constexpr dims out = Base::geometry(shape_t<X>::value, shape_t<F>::value).out();
+    return std::type_identity<require::first_failure_t<
+        require::none<typename Base::template failure<Op, X, F>>, require::same_device<Op, device_t<X>, device_t<DY>>,
+        require::same_dtype<Op, value_type_t<X>, value_type_t<DY>>,
+        // the output gradient's shape differs from the convolution's output
+        require::that<detail::conv_out_fits(shape_t<DY>::value, out),
+                      diagnostic::conv_out_backprop_shape_differs<Op, shape_t<DY>, shape_from_dims<out>>>>>{};
 }
+template <class Op, class Base, class X, class F, class DY>
+using conv2d_backprop_failure = typename decltype(conv2d_backprop_failure_of<Op, Base, X, F, DY>())::type;
 inline void conv2d_backprop_infer(std::string_view name, const detail::conv2d_geometry& g, const dims& dy) {
     if (!detail::conv_out_fits(dy, g.out()))
         typeflow::detail::raise(typeflow::detail::message()
@@ -210,8 +211,9 @@ struct conv2d_backprop_input : conv2d_attrs<SH, SW, Pad, DH, DW> {
     static constexpr std::string_view name = "conv2d_backprop_input";
     template <class X, class F, class DY>
     static constexpr auto rule() {
-        conv2d_backprop_check<conv2d_backprop_input, base, X, F, DY>();
-        return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
+        using failure = conv2d_backprop_failure<conv2d_backprop_input, base, X, F, DY>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
     }
     template <class X, class F, class DY>
     using traits = decltype(rule<X, F, DY>());
@@ -230,8 +232,9 @@ struct conv2d_backprop_filter : conv2d_attrs<SH, SW, Pad, DH, DW> {
     static constexpr std::string_view name = "conv2d_backprop_filter";
     template <class X, class F, class DY>
     static constexpr auto rule() {
-        conv2d_backprop_check<conv2d_backprop_filter, base, X, F, DY>();
-        return result_traits<value_type_t<F>, shape_t<F>, device_t<F>>{};
+        using failure = conv2d_backprop_failure<conv2d_backprop_filter, base, X, F, DY>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<F>, shape_t<F>, device_t<F>>{};
     }
     template <class X, class F, class DY>
     using traits = decltype(rule<X, F, DY>());
@@ -244,30 +247,30 @@ struct conv2d_backprop_filter : conv2d_attrs<SH, SW, Pad, DH, DW> {
 
 /// 2-D convolution of x [N, H, W, C_in] with filter w [KH, KW, C_in, C_out]
 /// (TensorFlow's tf.nn.conv2d, NHWC): [N, OH, OW, C_out].
-template <expression X, expression F, index_t SH = 1, index_t SW = 1, padding_mode Pad = padding_mode::valid,
+template <operand X, operand F, index_t SH = 1, index_t SW = 1, padding_mode Pad = padding_mode::valid,
           index_t DH = 1, index_t DW = 1>
-auto conv2d(const X& x, const F& w, strides_tag<SH, SW> = {}, padding_tag<Pad> = {}, dilations_tag<DH, DW> = {}) {
+decltype(auto) conv2d(const X& x, const F& w, strides_tag<SH, SW> = {}, padding_tag<Pad> = {}, dilations_tag<DH, DW> = {}) {
     return make_node<op::conv2d<SH, SW, Pad, DH, DW>>(x, w);
 }
 
 /// conv2d(x, w, padding) and conv2d(x, w, padding, dilations): stride 1.
-template <expression X, expression F, padding_mode Pad, index_t DH = 1, index_t DW = 1>
-auto conv2d(const X& x, const F& w, padding_tag<Pad>, dilations_tag<DH, DW> = {}) {
+template <operand X, operand F, padding_mode Pad, index_t DH = 1, index_t DW = 1>
+decltype(auto) conv2d(const X& x, const F& w, padding_tag<Pad>, dilations_tag<DH, DW> = {}) {
     return make_node<op::conv2d<1, 1, Pad, DH, DW>>(x, w);
 }
 
 /// The gradient of conv2d(x, w, ...) with respect to x, given dy (x gives its extents).
-template <expression X, expression F, expression DY, index_t SH = 1, index_t SW = 1,
+template <operand X, operand F, operand DY, index_t SH = 1, index_t SW = 1,
           padding_mode Pad = padding_mode::valid, index_t DH = 1, index_t DW = 1>
-auto conv2d_backprop_input(const X& x, const F& w, const DY& dy, strides_tag<SH, SW> = {}, padding_tag<Pad> = {},
+decltype(auto) conv2d_backprop_input(const X& x, const F& w, const DY& dy, strides_tag<SH, SW> = {}, padding_tag<Pad> = {},
                            dilations_tag<DH, DW> = {}) {
     return make_node<op::conv2d_backprop_input<SH, SW, Pad, DH, DW>>(x, w, dy);
 }
 
 /// The gradient of conv2d(x, w, ...) with respect to w, given dy (w gives its extents).
-template <expression X, expression F, expression DY, index_t SH = 1, index_t SW = 1,
+template <operand X, operand F, operand DY, index_t SH = 1, index_t SW = 1,
           padding_mode Pad = padding_mode::valid, index_t DH = 1, index_t DW = 1>
-auto conv2d_backprop_filter(const X& x, const F& w, const DY& dy, strides_tag<SH, SW> = {}, padding_tag<Pad> = {},
+decltype(auto) conv2d_backprop_filter(const X& x, const F& w, const DY& dy, strides_tag<SH, SW> = {}, padding_tag<Pad> = {},
                             dilations_tag<DH, DW> = {}) {
     return make_node<op::conv2d_backprop_filter<SH, SW, Pad, DH, DW>>(x, w, dy);
 }

@@ -142,6 +142,15 @@ constexpr bool gather_axis() {
 }
 }  // namespace check
 
+namespace require {
+/// Indices of a gather are int32 or int64 (convert them with tf::cast<std::int32_t>(e)).
+template <class Op, class T>
+using index_dtype = that<typeflow::detail::index_dtype_v<T>, diagnostic::gather_indices_must_be_int32_or_int64<Op, T>>;
+/// Axis names an axis of a tensor of shape S (a scalar cannot be gathered from).
+template <class Op, class S, int Axis>
+using gather_axis = that<(typeflow::detail::normalized_axis(Axis, S::rank) < S::rank), diagnostic::axis_out_of_range<Op, S>>;
+}  // namespace require
+
 namespace op {
 /// node<gather<Axis>, P, I>: params P gathered along Axis (0 <= Axis < rank)
 /// at indices I: P.shape[:Axis] + I.shape + P.shape[Axis+1:].
@@ -152,17 +161,18 @@ struct gather {
     static constexpr std::size_t axis = static_cast<std::size_t>(Axis);
     template <class P, class I>
     static constexpr auto rule() {
-        check::same_device<gather, device_t<P>, device_t<I>>();
-        check::index_dtype<gather, value_type_t<I>>();
-        constexpr bool axis_ok = check::gather_axis<gather, shape_t<P>, Axis>();
-        constexpr bool rank_ok = !axis_ok || shape_t<P>::rank - 1 + shape_t<I>::rank <= max_rank;
-        if constexpr (!rank_ok) {
-            diagnostic::gather_result_rank_exceeds_max_rank<gather, shape_t<P>, shape_t<I>> error;
+        using axis_ok = require::gather_axis<gather, shape_t<P>, Axis>;
+        using failure = require::first_failure_t<
+            require::same_device<gather, device_t<P>, device_t<I>>, require::index_dtype<gather, value_type_t<I>>, axis_ok,
+            // the result's rank (params' rank - 1 + indices' rank) exceeds typeflow::max_rank (8)
+            require::that<!axis_ok::ok || shape_t<P>::rank - 1 + shape_t<I>::rank <= max_rank,
+                          diagnostic::gather_result_rank_exceeds_max_rank<gather, shape_t<P>, shape_t<I>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = typeflow::detail::gather_dims(shape_t<P>::value, shape_t<I>::value, axis);
+            return result_traits<value_type_t<P>, shape_from_dims<out>, device_t<P>>{};
         }
-        static_assert(rank_ok, "typeflow: gather: the result's rank (params' rank - 1 + indices' rank) exceeds "
-                               "typeflow::max_rank (8)");
-        constexpr dims out = typeflow::detail::gather_dims(shape_t<P>::value, shape_t<I>::value, axis);
-        return result_traits<value_type_t<P>, shape_from_dims<out>, device_t<P>>{};
     }
     template <class P, class I>
     using traits = decltype(rule<P, I>());
@@ -178,36 +188,39 @@ struct indexed_slices {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "indexed_slices";
     static constexpr std::size_t axis = static_cast<std::size_t>(Axis);
+    // The rule of one (values, indices) pair (a type_identity of the
+    // diagnostic of its first failing requirement, or of void).
     template <class P, class V, class I>
-    static constexpr bool check_pair() {
-        check::same_device<indexed_slices, device_t<P>, device_t<V>>();
-        check::same_device<indexed_slices, device_t<P>, device_t<I>>();
-        check::same_dtype<indexed_slices, value_type_t<P>, value_type_t<V>>();
-        check::index_dtype<indexed_slices, value_type_t<I>>();
+    static constexpr auto pair_failure() {
         constexpr dims want = typeflow::detail::gather_dims(shape_t<P>::value, shape_t<I>::value, axis);
-        constexpr bool fits = typeflow::detail::dims_fit(shape_t<V>::value, want);
-        if constexpr (!fits) {
-            diagnostic::indexed_slices_values_shape_differs<indexed_slices, shape_t<V>, shape_from_dims<want>> error;
-        }
-        static_assert(fits, "typeflow: indexed_slices: the values must have the shape params.shape[:axis] + "
-                            "indices.shape + params.shape[axis+1:]");
-        return fits;
+        return std::type_identity<require::first_failure_t<
+            require::same_device<indexed_slices, device_t<P>, device_t<V>>,
+            require::same_device<indexed_slices, device_t<P>, device_t<I>>,
+            require::same_dtype<indexed_slices, value_type_t<P>, value_type_t<V>>,
+            require::index_dtype<indexed_slices, value_type_t<I>>,
+            // the values must have the shape params.shape[:axis] + indices.shape + params.shape[axis+1:]
+            require::that<typeflow::detail::dims_fit(shape_t<V>::value, want),
+                          diagnostic::indexed_slices_values_shape_differs<indexed_slices, shape_t<V>, shape_from_dims<want>>>>>{};
     }
+    template <class P, class Seq, class... VI>
+    struct pairs_failure;
+    template <class P, std::size_t... K, class... VI>
+    struct pairs_failure<P, std::index_sequence<K...>, VI...> {
+        using type = require::first_failure_t<
+            require::none<typename decltype(pair_failure<P, meta::at_t<2 * K, VI...>, meta::at_t<2 * K + 1, VI...>>())::type>...>;
+    };
     template <class P, class... VI>
     static constexpr auto rule() {
         constexpr bool pairs = sizeof...(VI) > 0 && sizeof...(VI) % 2 == 0;
-        if constexpr (!pairs) {
-            diagnostic::indexed_slices_needs_values_and_indices_pairs<indexed_slices, VI...> error;
+        if constexpr (!pairs) {  // give params, then (values, indices) pairs
+            return rule_failed<diagnostic::indexed_slices_needs_values_and_indices_pairs<indexed_slices, VI...>>{};
+        } else {
+            using failure = require::first_failure_t<
+                require::numeric<indexed_slices, value_type_t<P>>, require::gather_axis<indexed_slices, shape_t<P>, Axis>,
+                require::none<typename pairs_failure<P, std::make_index_sequence<sizeof...(VI) / 2>, VI...>::type>>;
+            if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+            else return result_traits<value_type_t<P>, shape_t<P>, device_t<P>>{};
         }
-        static_assert(pairs, "typeflow: indexed_slices: give params, then (values, indices) pairs");
-        if constexpr (pairs) {
-            check::numeric<indexed_slices, value_type_t<P>>();
-            check::gather_axis<indexed_slices, shape_t<P>, Axis>();
-            [&]<std::size_t... K>(std::index_sequence<K...>) {
-                (check_pair<P, meta::at_t<2 * K, VI...>, meta::at_t<2 * K + 1, VI...>>(), ...);
-            }(std::make_index_sequence<sizeof...(VI) / 2>{});
-        }
-        return result_traits<value_type_t<P>, shape_t<P>, device_t<P>>{};
     }
     template <class... C>
     using traits = decltype(rule<C...>());
@@ -231,24 +244,27 @@ struct indexed_slices {
 /// int32 or int64 indices of any rank; the result's shape is
 /// params.shape[:Axis] + indices.shape + params.shape[Axis+1:]. An index
 /// outside [0, extent) is a tf::error when the graph runs.
-template <int Axis = 0, expression P, expression I>
-auto gather(const P& params, const I& indices) {
-    constexpr std::size_t a = detail::normalized_axis(Axis, shape_t<P>::rank);
-    if constexpr (a < shape_t<P>::rank) return make_node<op::gather<static_cast<int>(a)>>(params, indices);
+template <int Axis = 0, operand P, operand I>
+decltype(auto) gather(const P& params, const I& indices) {
+    if constexpr (detail::is_misuse_v<P> || detail::is_misuse_v<I>) return detail::first_misuse<P, I>();
+    else if constexpr (constexpr std::size_t a = detail::normalized_axis(Axis, shape_t<P>::rank); a < shape_t<P>::rank)
+        return make_node<op::gather<static_cast<int>(a)>>(params, indices);
     else return make_node<op::gather<Axis>>(params, indices);  // fails with the axis diagnostic
 }
 /// tf.nn.embedding_lookup: the rows of table at ids, [ids.shape..., table.shape[1:]...].
-template <expression P, expression I>
-auto embedding_lookup(const P& table, const I& ids) {
+template <operand P, operand I>
+decltype(auto) embedding_lookup(const P& table, const I& ids) {
     return make_node<op::gather<0>>(table, ids);
 }
 /// The dense tensor of params' shape that is zero except that the slices of
 /// values are added at indices along Axis (duplicates add up): TensorFlow's
 /// IndexedSlices converted to a tensor, and the gradient of gather.
-template <int Axis = 0, expression P, expression V, expression I>
-auto indexed_slices(const P& params, const V& values, const I& indices) {
-    constexpr std::size_t a = detail::normalized_axis(Axis, shape_t<P>::rank);
-    if constexpr (a < shape_t<P>::rank) return make_node<op::indexed_slices<static_cast<int>(a)>>(params, values, indices);
+template <int Axis = 0, operand P, operand V, operand I>
+decltype(auto) indexed_slices(const P& params, const V& values, const I& indices) {
+    if constexpr (detail::is_misuse_v<P> || detail::is_misuse_v<V> || detail::is_misuse_v<I>)
+        return detail::first_misuse<P, V, I>();
+    else if constexpr (constexpr std::size_t a = detail::normalized_axis(Axis, shape_t<P>::rank); a < shape_t<P>::rank)
+        return make_node<op::indexed_slices<static_cast<int>(a)>>(params, values, indices);
     else return make_node<op::indexed_slices<Axis>>(params, values, indices);
 }
 

@@ -18,9 +18,11 @@ struct broadcast_like {
     static constexpr std::string_view name = "broadcast_like";
     template <class A, class B>
     static constexpr auto rule() {
-        check::same_device<broadcast_like, device_t<A>, device_t<B>>();
-        using S = decltype(check::broadcast<broadcast_like, shape_t<A>, shape_t<B>>());
-        return result_traits<value_type_t<A>, S, device_t<A>>{};
+        constexpr broadcast_result r = broadcast_dims(shape_t<A>::value, shape_t<B>::value);
+        using failure = require::first_failure_t<require::same_device<broadcast_like, device_t<A>, device_t<B>>,
+                                                 require::broadcast<broadcast_like, shape_t<A>, shape_t<B>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
     }
     template <class A, class B>
     using traits = decltype(rule<A, B>());
@@ -119,24 +121,24 @@ struct stop_gradient {
 }  // namespace op
 
 /// g broadcast to the shape of x (x's values are not read).
-template <expression G, expression X>
-auto broadcast_like(G&& g, X&& x) {
+template <operand G, operand X>
+decltype(auto) broadcast_like(G&& g, X&& x) {
     return make_node<op::broadcast_like>(std::forward<G>(g), std::forward<X>(x));
 }
 /// The elements of g with the extents of x (a view; element counts must match).
-template <expression G, expression X>
-auto reshape_like(G&& g, X&& x) {
+template <operand G, operand X>
+decltype(auto) reshape_like(G&& g, X&& x) {
     return make_node<op::reshape_like>(std::forward<G>(g), std::forward<X>(x));
 }
 /// g summed over the axes along which x was broadcast to g's extents, with
 /// x's extents (x's values are not read): the inverse of broadcast_like.
-template <expression G, expression X>
-auto sum_like(G&& g, X&& x) {
+template <operand G, operand X>
+decltype(auto) sum_like(G&& g, X&& x) {
     return make_node<op::sum_like>(std::forward<G>(g), std::forward<X>(x));
 }
 /// The value of x; tf::grad treats it as a constant (TensorFlow's stop_gradient).
-template <expression X>
-auto stop_gradient(X&& x) {
+template <operand X>
+decltype(auto) stop_gradient(X&& x) {
     return make_node<op::stop_gradient>(std::forward<X>(x));
 }
 

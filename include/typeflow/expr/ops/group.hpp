@@ -26,9 +26,9 @@ struct group {
 }  // namespace op
 
 /// One node that runs all of xs (TensorFlow's tf.group); its value is true.
-template <expression... Xs>
+template <operand... Xs>
     requires(sizeof...(Xs) > 0)
-auto group(Xs&&... xs) {
+decltype(auto) group(Xs&&... xs) {
     return make_node<op::group>(std::forward<Xs>(xs)...);
 }
 

@@ -83,6 +83,15 @@ constexpr index_t square_matrix() {
 }
 }  // namespace check
 
+namespace require {
+/// S is a 2-D matrix (batches are not supported) whose two extents can be
+/// equal (rows == columns).
+template <class Op, shape_c S>
+using square_matrix = first_failure_t<
+    that<S::rank == 2, diagnostic::not_a_matrix<Op, S>>,
+    that<S::rank != 2 || detail::unify(S::value.d[0], S::value.d[1]).ok, diagnostic::matrix_is_not_square<Op, S>>>;
+}  // namespace require
+
 namespace op {
 /// The inverse of a square matrix.
 struct matrix_inverse {
@@ -90,9 +99,14 @@ struct matrix_inverse {
     static constexpr std::string_view name = "matrix_inverse";
     template <class A>
     static constexpr auto rule() {
-        check::floating<matrix_inverse, value_type_t<A>>();
-        constexpr index_t n = check::square_matrix<matrix_inverse, shape_t<A>>();
-        return result_traits<value_type_t<A>, shape<n, n>, device_t<A>>{};
+        using failure = require::first_failure_t<require::floating<matrix_inverse, value_type_t<A>>,
+                                                 require::none<require::square_matrix<matrix_inverse, shape_t<A>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr index_t n = detail::unify(shape_t<A>::value.d[0], shape_t<A>::value.d[1]).n;
+            return result_traits<value_type_t<A>, shape<n, n>, device_t<A>>{};
+        }
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -110,9 +124,10 @@ struct determinant {
     static constexpr bool log = Log;
     template <class A>
     static constexpr auto rule() {
-        check::floating<determinant, value_type_t<A>>();
-        check::square_matrix<determinant, shape_t<A>>();
-        return result_traits<value_type_t<A>, shape<>, device_t<A>>{};
+        using failure = require::first_failure_t<require::floating<determinant, value_type_t<A>>,
+                                                 require::none<require::square_matrix<determinant, shape_t<A>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape<>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -128,21 +143,18 @@ struct solve {
     static constexpr std::string_view name = "solve";
     template <class A, class B>
     static constexpr auto rule() {
-        check::same_device<solve, device_t<A>, device_t<B>>();
-        check::same_dtype<solve, value_type_t<A>, value_type_t<B>>();
-        check::floating<solve, value_type_t<A>>();
-        constexpr index_t n = check::square_matrix<solve, shape_t<A>>();
+        constexpr index_t n = detail::unify(shape_t<A>::value.d[0], shape_t<A>::value.d[1]).n;
         constexpr bool b_rank = shape_t<B>::rank == 2;
-        if constexpr (!b_rank) {
-            diagnostic::not_a_matrix<solve, shape_t<B>> error;
-        }
-        static_assert(b_rank, "typeflow: solve: the right-hand side B must be a 2-D matrix [n, k]");
         constexpr detail::same_extent rows = detail::unify(n, shape_t<B>::value.d[0]);
-        if constexpr (b_rank && !rows.ok) {
-            diagnostic::matrix_rows_differ<solve, shape_t<A>, shape_t<B>> error;
-        }
-        static_assert(!b_rank || rows.ok, "typeflow: solve: A [n, n] and B [n, k] must have the same number of rows");
-        return result_traits<value_type_t<A>, shape<rows.n, shape_t<B>::value.d[1]>, device_t<A>>{};
+        using failure = require::first_failure_t<
+            require::same_device<solve, device_t<A>, device_t<B>>, require::same_dtype<solve, value_type_t<A>, value_type_t<B>>,
+            require::floating<solve, value_type_t<A>>, require::none<require::square_matrix<solve, shape_t<A>>>,
+            // the right-hand side B must be a 2-D matrix [n, k]
+            require::that<b_rank, diagnostic::not_a_matrix<solve, shape_t<B>>>,
+            // A [n, n] and B [n, k] must have the same number of rows
+            require::that<!b_rank || rows.ok, diagnostic::matrix_rows_differ<solve, shape_t<A>, shape_t<B>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape<rows.n, shape_t<B>::value.d[1]>, device_t<A>>{};
     }
     template <class A, class B>
     using traits = decltype(rule<A, B>());
@@ -157,26 +169,26 @@ struct solve {
 }  // namespace op
 
 /// The inverse of the square matrix a (a tf::error at run time when a is singular).
-template <expression A>
-auto matrix_inverse(const A& a) {
+template <operand A>
+decltype(auto) matrix_inverse(const A& a) {
     return make_node<op::matrix_inverse>(a);
 }
 /// The determinant of the square matrix a (a scalar).
-template <expression A>
-auto matrix_determinant(const A& a) {
+template <operand A>
+decltype(auto) matrix_determinant(const A& a) {
     return make_node<op::determinant<false>>(a);
 }
 /// log |det a| of the square matrix a (a scalar): the logarithm of the
 /// absolute value, whatever the sign of the determinant (numpy's slogdet
 /// without the sign); -inf for a singular matrix.
-template <expression A>
-auto log_determinant(const A& a) {
+template <operand A>
+decltype(auto) log_determinant(const A& a) {
     return make_node<op::determinant<true>>(a);
 }
 /// The solution X of a X = b, for a square [n, n] and b [n, k] (a tf::error at
 /// run time when a is singular).
-template <expression A, expression B>
-auto solve(const A& a, const B& b) {
+template <operand A, operand B>
+decltype(auto) solve(const A& a, const B& b) {
     return make_node<op::solve>(a, b);
 }
 

@@ -20,27 +20,27 @@ TYPEFLOW_UNARY_OP(relu, numeric, a > A(0) ? a : A(0))
 }  // namespace op
 
 /// e^x, element-wise.
-template <expression A> auto exp(const A& a) { return make_node<op::exp>(a); }
+template <operand A> decltype(auto) exp(const A& a) { return make_node<op::exp>(a); }
 /// Natural logarithm, element-wise.
-template <expression A> auto log(const A& a) { return make_node<op::log>(a); }
+template <operand A> decltype(auto) log(const A& a) { return make_node<op::log>(a); }
 /// Square root, element-wise.
-template <expression A> auto sqrt(const A& a) { return make_node<op::sqrt>(a); }
+template <operand A> decltype(auto) sqrt(const A& a) { return make_node<op::sqrt>(a); }
 /// 1 / sqrt(x), element-wise.
-template <expression A> auto rsqrt(const A& a) { return make_node<op::rsqrt>(a); }
+template <operand A> decltype(auto) rsqrt(const A& a) { return make_node<op::rsqrt>(a); }
 /// 1 / (1 + e^-x), element-wise.
-template <expression A> auto sigmoid(const A& a) { return make_node<op::sigmoid>(a); }
+template <operand A> decltype(auto) sigmoid(const A& a) { return make_node<op::sigmoid>(a); }
 /// Hyperbolic tangent, element-wise.
-template <expression A> auto tanh(const A& a) { return make_node<op::tanh>(a); }
+template <operand A> decltype(auto) tanh(const A& a) { return make_node<op::tanh>(a); }
 /// Cosine, element-wise.
-template <expression A> auto cos(const A& a) { return make_node<op::cos>(a); }
+template <operand A> decltype(auto) cos(const A& a) { return make_node<op::cos>(a); }
 /// Sine, element-wise.
-template <expression A> auto sin(const A& a) { return make_node<op::sin>(a); }
+template <operand A> decltype(auto) sin(const A& a) { return make_node<op::sin>(a); }
 /// |x|, element-wise.
-template <expression A> auto abs(const A& a) { return make_node<op::abs>(a); }
+template <operand A> decltype(auto) abs(const A& a) { return make_node<op::abs>(a); }
 /// x * x, element-wise.
-template <expression A> auto square(const A& a) { return make_node<op::square>(a); }
+template <operand A> decltype(auto) square(const A& a) { return make_node<op::square>(a); }
 /// max(x, 0), element-wise.
-template <expression A> auto relu(const A& a) { return make_node<op::relu>(a); }
+template <operand A> decltype(auto) relu(const A& a) { return make_node<op::relu>(a); }
 
 // ---- vector-Jacobian products (abs: sign(0) = 0; relu: 0 at 0) ----
 template <>

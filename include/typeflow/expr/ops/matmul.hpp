@@ -78,26 +78,21 @@ struct matmul {
     }
     template <class A, class B>
     static constexpr auto rule() {
-        check::same_device<matmul, device_t<A>, device_t<B>>();
-        check::same_dtype<matmul, value_type_t<A>, value_type_t<B>>();
-        check::numeric<matmul, value_type_t<A>>();
         constexpr detail::matmul_dims r = detail::matmul_shape(shape_t<A>::value, shape_t<B>::value, TA, TB);
-        if constexpr (!r.rank_ok) {
-            diagnostic::rank_too_small<matmul, shape_t<A>> error;
-        }
-        static_assert(r.rank_ok, "typeflow: matmul: operands need rank >= 2");
-        if constexpr (!r.inner_ok) {
-            diagnostic::inner_dimensions_differ<matmul, shape_t<A>, shape_t<B>> error;
-        }
-        static_assert(r.inner_ok, "typeflow: matmul: the inner dimensions (columns of a, rows of b) differ");
-        if constexpr (!r.batch_ok) {
-            diagnostic::batch_dimensions_differ<matmul, shape_t<A>, shape_t<B>> error;
-        }
-        static_assert(r.batch_ok, "typeflow: matmul: batch dimensions differ (they must be equal, or one operand 2-D)");
-        return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
+        using failure = require::first_failure_t<
+            require::same_device<matmul, device_t<A>, device_t<B>>, require::same_dtype<matmul, value_type_t<A>, value_type_t<B>>,
+            require::numeric<matmul, value_type_t<A>>,
+            // operands need rank >= 2
+            require::that<r.rank_ok, diagnostic::rank_too_small<matmul, shape_t<A>>>,
+            // the inner dimensions (columns of a, rows of b) differ
+            require::that<!r.rank_ok || r.inner_ok, diagnostic::inner_dimensions_differ<matmul, shape_t<A>, shape_t<B>>>,
+            // batch dimensions differ (they must be equal, or one operand 2-D)
+            require::that<!r.rank_ok || r.batch_ok, diagnostic::batch_dimensions_differ<matmul, shape_t<A>, shape_t<B>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
     }
     template <class A, class B>
-    using traits = decltype(rule<A, B>());
+    using traits = decltype(rule<operand_sig_t<A>, operand_sig_t<B>>());
     static dims infer(const dims& a, const dims& b) {
         const detail::matmul_dims r = detail::matmul_shape(a, b, TA, TB);
         if (!r.inner_ok || !r.batch_ok)
@@ -110,8 +105,8 @@ struct matmul {
 
 /// Matrix product of the last two axes; leading (batch) axes must match, or
 /// one operand is 2-D and is applied to every batch.
-template <expression A, expression B, bool TA = false, bool TB = false>
-auto matmul(const A& a, const B& b, transpose_flags<TA, TB> = {}) {
+template <operand A, operand B, bool TA = false, bool TB = false>
+decltype(auto) matmul(const A& a, const B& b, transpose_flags<TA, TB> = {}) {
     return make_node<op::matmul<TA, TB>>(a, b);
 }
 

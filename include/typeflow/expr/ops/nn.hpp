@@ -47,6 +47,12 @@ constexpr bool integer() {
 }
 }  // namespace check
 
+namespace require {
+/// An integer dtype, int32 or int64 (use tf::cast<std::int64_t>(e)).
+template <class Op, class T>
+using integer = that<std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>, diagnostic::needs_integer<Op, T>>;
+}  // namespace require
+
 namespace detail {
 // Equal ranks and extents (dyn matches anything).
 constexpr bool same_extents(const dims& a, const dims& b) {
@@ -78,13 +84,12 @@ struct softmax_along {
     static constexpr bool log = Log;
     template <class A>
     static constexpr auto rule() {
-        check::floating<softmax_along, value_type_t<A>>();
-        constexpr bool ok = detail::make_axis_mask<Axis>(shape_t<A>::rank).ok;
-        if constexpr (!ok) {
-            diagnostic::axis_out_of_range<softmax_along, shape_t<A>> error;
-        }
-        static_assert(ok, "typeflow: softmax/log_softmax: the axis is out of range");
-        return result_traits<value_type_t<A>, shape_t<A>, device_t<A>>{};
+        using failure = require::first_failure_t<
+            require::floating<softmax_along, value_type_t<A>>,
+            // the axis is out of range
+            require::that<detail::make_axis_mask<Axis>(shape_t<A>::rank).ok, diagnostic::axis_out_of_range<softmax_along, shape_t<A>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape_t<A>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -103,14 +108,16 @@ struct one_hot {
     static constexpr index_t depth = Depth;
     template <class L>
     static constexpr auto rule() {
-        check::integer<one_hot, value_type_t<L>>();
-        constexpr bool rank_ok = shape_t<L>::rank < max_rank;
-        if constexpr (!rank_ok) {
-            diagnostic::rank_too_small<one_hot, shape_t<L>> error;  // no room for the new axis
+        using failure = require::first_failure_t<
+            require::integer<one_hot, value_type_t<L>>,
+            // labels of rank max_rank leave no room for the depth axis
+            require::that<(shape_t<L>::rank < max_rank), diagnostic::rank_too_small<one_hot, shape_t<L>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = detail::with_last(shape_t<L>::value, Depth);
+            return result_traits<T, shape_from_dims<out>, device_t<L>>{};
         }
-        static_assert(rank_ok, "typeflow: one_hot: labels of rank max_rank leave no room for the depth axis");
-        constexpr dims out = detail::with_last(shape_t<L>::value, rank_ok ? Depth : 0);
-        return result_traits<T, shape_from_dims<out>, device_t<L>>{};
     }
     template <class L>
     using traits = decltype(rule<L>());
@@ -125,91 +132,107 @@ struct sigmoid_cross_entropy {};
 }  // namespace op
 
 /// exp(x) / sum(exp(x)) along Axis (default: the last), computed stably.
-template <index_t Axis = -1, expression A>
-auto softmax(const A& a) {
+template <index_t Axis = -1, operand A>
+decltype(auto) softmax(const A& a) {
     return make_node<op::softmax_along<false, Axis>>(a);
 }
 /// log(softmax(x)) along Axis (default: the last), computed stably.
-template <index_t Axis = -1, expression A>
-auto log_softmax(const A& a) {
+template <index_t Axis = -1, operand A>
+decltype(auto) log_softmax(const A& a) {
     return make_node<op::softmax_along<true, Axis>>(a);
 }
 /// The labels (int32 or int64, any shape) as one-hot vectors of Depth
 /// elements of dtype T along a new last axis; a label outside [0, Depth) is a
 /// tf::error at run time. No gradient flows through it.
-template <index_t Depth, value_type_c T = float, expression L>
+template <index_t Depth, value_type_c T = float, operand L>
     requires numeric_c<T>
-auto one_hot(const L& labels) {
+decltype(auto) one_hot(const L& labels) {
     return make_node<op::one_hot<Depth, T>>(labels);
 }
+
+namespace detail {
+// The rules of the composite losses: the diagnostic of the first failing
+// requirement, or void.
+template <class Z, class Y>
+using softmax_cross_entropy_failure = require::first_failure_t<
+    require::same_dtype<op::softmax_cross_entropy, value_type_t<Z>, value_type_t<Y>>,
+    require::floating<op::softmax_cross_entropy, value_type_t<Z>>,
+    // logits and labels must have one shape [..., classes]
+    require::that<same_extents(shape_t<Z>::value, shape_t<Y>::value) && shape_t<Z>::rank >= 1,
+                  diagnostic::shapes_differ<op::softmax_cross_entropy, shape_t<Z>, shape_t<Y>>>>;
+template <class Z, class L>
+using sparse_softmax_cross_entropy_failure = require::first_failure_t<
+    require::floating<op::sparse_softmax_cross_entropy, value_type_t<Z>>,
+    require::integer<op::sparse_softmax_cross_entropy, value_type_t<L>>,
+    // labels must have the shape of logits without its last (class) axis
+    require::that<matches_leading(shape_t<Z>::value, shape_t<L>::value),
+                  diagnostic::labels_do_not_match_logits<op::sparse_softmax_cross_entropy, shape_t<Z>, shape_t<L>>>,
+    // the number of classes (last extent of logits) must be static
+    require::that<shape_t<Z>::rank == 0 || shape_t<Z>::value.d[shape_t<Z>::rank - 1] != dyn,
+                  diagnostic::class_count_must_be_static<op::sparse_softmax_cross_entropy, shape_t<Z>>>>;
+template <class Z, class Y>
+using sigmoid_cross_entropy_failure = require::first_failure_t<
+    require::same_dtype<op::sigmoid_cross_entropy, value_type_t<Z>, value_type_t<Y>>,
+    require::floating<op::sigmoid_cross_entropy, value_type_t<Z>>,
+    // logits and labels must have one shape
+    require::that<same_extents(shape_t<Z>::value, shape_t<Y>::value),
+                  diagnostic::shapes_differ<op::sigmoid_cross_entropy, shape_t<Z>, shape_t<Y>>>>;
+template <class Z, class Y>
+auto sigmoid_cross_entropy_of(const Z& logits, const Y& labels) {
+    const auto zero = ad::lit_like<0>(logits);
+    // where() rather than relu/abs, so that the gradient at z = 0 is exact
+    const auto positive = logits >= zero;
+    const auto relu_z = typeflow::where(positive, logits, zero);
+    const auto neg_abs_z = typeflow::where(positive, -logits, logits);
+    return relu_z - logits * labels + typeflow::log(ad::lit_like<1>(logits) + typeflow::exp(neg_abs_z));
+}
+}  // namespace detail
 
 /// Per-example cross entropy between the class distribution `labels` and
 /// softmax(logits) along the last axis: -sum(labels * log_softmax(logits), -1).
 /// Shapes [..., classes] in, [...] out.
-template <expression Z, expression Y>
-auto softmax_cross_entropy(const Z& logits, const Y& labels) {
-    using Op = op::softmax_cross_entropy;
-    check::same_dtype<Op, value_type_t<Z>, value_type_t<Y>>();
-    check::floating<Op, value_type_t<Z>>();
-    constexpr bool ok = detail::same_extents(shape_t<Z>::value, shape_t<Y>::value) && shape_t<Z>::rank >= 1;
-    if constexpr (!ok) {
-        diagnostic::shapes_differ<Op, shape_t<Z>, shape_t<Y>> error;
-    }
-    static_assert(ok, "typeflow: softmax_cross_entropy: logits and labels must have one shape [..., classes]");
-    return -sum<-1>(labels * log_softmax<-1>(logits));
+template <operand Z, operand Y>
+decltype(auto) softmax_cross_entropy(const Z& logits, const Y& labels) {
+    if constexpr (detail::is_misuse_v<Z> || detail::is_misuse_v<Y>) return detail::first_misuse<Z, Y>();
+    else if constexpr (!std::is_void_v<detail::softmax_cross_entropy_failure<Z, Y>>)
+        return detail::misuse<detail::softmax_cross_entropy_failure<Z, Y>>();
+    else return -sum<-1>(labels * log_softmax<-1>(logits));
 }
 
 /// Per-example cross entropy of integer class indices `labels` [...] (int32
 /// or int64) against logits [..., classes]: -log_softmax(logits)[label]. The
 /// number of classes must be static; a label outside [0, classes) is a
 /// tf::error at run time. Its gradient is softmax(logits) - one_hot(labels).
-template <expression Z, expression L>
-auto sparse_softmax_cross_entropy(const Z& logits, const L& labels) {
-    using Op = op::sparse_softmax_cross_entropy;
-    check::floating<Op, value_type_t<Z>>();
-    check::integer<Op, value_type_t<L>>();
-    constexpr dims z = shape_t<Z>::value;
-    constexpr bool ok = detail::matches_leading(z, shape_t<L>::value);
-    if constexpr (!ok) {
-        diagnostic::labels_do_not_match_logits<Op, shape_t<Z>, shape_t<L>> error;
+template <operand Z, operand L>
+decltype(auto) sparse_softmax_cross_entropy(const Z& logits, const L& labels) {
+    if constexpr (detail::is_misuse_v<Z> || detail::is_misuse_v<L>) {
+        return detail::first_misuse<Z, L>();
+    } else if constexpr (!std::is_void_v<detail::sparse_softmax_cross_entropy_failure<Z, L>>) {
+        return detail::misuse<detail::sparse_softmax_cross_entropy_failure<Z, L>>();
+    } else {
+        constexpr dims z = shape_t<Z>::value;
+        return softmax_cross_entropy(logits, one_hot<z.d[z.rank - 1], value_type_t<Z>>(labels));
     }
-    static_assert(ok, "typeflow: sparse_softmax_cross_entropy: labels must have the shape of logits without "
-                      "its last (class) axis");
-    constexpr index_t classes = z.rank ? z.d[z.rank - 1] : 1;
-    if constexpr (ok && classes == dyn) {
-        diagnostic::class_count_must_be_static<Op, shape_t<Z>> error;
-    }
-    static_assert(!ok || classes != dyn, "typeflow: sparse_softmax_cross_entropy: the number of classes (last "
-                                         "extent of logits) must be static");
-    if constexpr (ok && classes != dyn)
-        return softmax_cross_entropy(logits, one_hot<classes, value_type_t<Z>>(labels));
 }
 
 /// Element-wise logistic loss of logits z against targets y in [0, 1]:
 /// -y log(sigmoid(z)) - (1 - y) log(1 - sigmoid(z)), computed as
 /// max(z, 0) - z y + log(1 + exp(-|z|)) (stable for large |z|). Its gradient
 /// with respect to z is sigmoid(z) - y.
-template <expression Z, expression Y>
-auto sigmoid_cross_entropy(const Z& logits, const Y& labels) {
-    using Op = op::sigmoid_cross_entropy;
-    check::same_dtype<Op, value_type_t<Z>, value_type_t<Y>>();
-    check::floating<Op, value_type_t<Z>>();
-    constexpr bool ok = detail::same_extents(shape_t<Z>::value, shape_t<Y>::value);
-    if constexpr (!ok) {
-        diagnostic::shapes_differ<Op, shape_t<Z>, shape_t<Y>> error;
+template <operand Z, operand Y>
+decltype(auto) sigmoid_cross_entropy(const Z& logits, const Y& labels) {
+    if constexpr (detail::is_misuse_v<Z> || detail::is_misuse_v<Y>) {
+        return detail::first_misuse<Z, Y>();
+    } else if constexpr (!std::is_void_v<detail::sigmoid_cross_entropy_failure<Z, Y>>) {
+        return detail::misuse<detail::sigmoid_cross_entropy_failure<Z, Y>>();
+    } else {
+        return detail::sigmoid_cross_entropy_of(logits, labels);
     }
-    static_assert(ok, "typeflow: sigmoid_cross_entropy: logits and labels must have one shape");
-    const auto zero = ad::lit_like<0>(logits);
-    // where() rather than relu/abs, so that the gradient at z = 0 is exact
-    const auto positive = logits >= zero;
-    const auto relu_z = where(positive, logits, zero);
-    const auto neg_abs_z = where(positive, -logits, logits);
-    return relu_z - logits * labels + log(ad::lit_like<1>(logits) + exp(neg_abs_z));
 }
 
 /// mean((a - b)^2) over every element (a scalar); a and b broadcast.
-template <expression A, expression B>
-auto mean_squared_error(const A& a, const B& b) {
+template <operand A, operand B>
+decltype(auto) mean_squared_error(const A& a, const B& b) {
     return mean(square(a - b));
 }
 

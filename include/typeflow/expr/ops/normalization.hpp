@@ -48,9 +48,6 @@ struct moments_result {
     V variance;
 };
 
-// The functions below call these checks inside static_assert: a constant
-// expression needs their definitions at once, so their diagnostics come
-// before any error of the element-wise ops built after them.
 namespace detail {
 // True when a parameter of shape P broadcasts to shape X and gives X.
 template <class X, class P>
@@ -63,18 +60,16 @@ constexpr bool fits_into() {
     }
     return true;
 }
+// The rule of a parameter P of input X: its diagnostic, or void.
 template <class Op, class X, class P>
-constexpr bool check_parameter() {
-    check::same_dtype<Op, value_type_t<X>, value_type_t<P>>();
-    check::same_device<Op, device_t<X>, device_t<P>>();
-    constexpr bool ok = fits_into<shape_t<X>, shape_t<P>>();
-    if constexpr (!ok) {
-        diagnostic::normalization_parameter_does_not_fit<Op, shape_t<X>, shape_t<P>> error;
-    }
-    static_assert(ok, "typeflow: batch/layer normalization: a parameter (mean, variance, offset or scale) must "
-                      "broadcast to the input's shape, e.g. [C] for input [..., C]");
-    return ok;
-}
+using parameter_failure = require::first_failure_t<
+    require::same_dtype<Op, value_type_t<X>, value_type_t<P>>, require::same_device<Op, device_t<X>, device_t<P>>,
+    // a parameter (mean, variance, offset or scale) must broadcast to the input's shape, e.g. [C] for input [..., C]
+    require::that<fits_into<shape_t<X>, shape_t<P>>(), diagnostic::normalization_parameter_does_not_fit<Op, shape_t<X>, shape_t<P>>>>;
+// The rule of a normalisation of X with parameters P...: its diagnostic, or void.
+template <class Op, class X, class... P>
+using normalization_failure =
+    require::first_failure_t<require::floating<Op, value_type_t<X>>, require::none<parameter_failure<Op, X, P>>...>;
 // A number becomes a scalar of x's dtype and device; an expression stays.
 template <class X, class E>
 auto epsilon_operand(const E& e) {
@@ -87,24 +82,34 @@ auto epsilon_operand(const E& e) {
 /// reduced axes are dropped, or kept with extent 1 given tf::keepdims. As in
 /// TensorFlow, the variance is mean(square(x - stop_gradient(mean))): its
 /// gradient is exact, though its second derivative through the mean is not.
-template <index_t... Axes, expression X>
-auto moments(const X& x, keepdims_t) {
-    static_assert(check::floating<op::moments, value_type_t<X>>());
-    auto m = mean<Axes...>(x, keepdims);
-    auto v = mean<Axes...>(square(x - stop_gradient(m)), keepdims);
-    return moments_result<decltype(m), decltype(v)>{m, v};
+template <index_t... Axes, operand X>
+decltype(auto) moments(const X& x, keepdims_t) {
+    if constexpr (detail::is_misuse_v<X>) {
+        return detail::first_misuse<X>();
+    } else if constexpr (!floating_c<value_type_t<X>>) {
+        return detail::misuse<diagnostic::needs_floating_point<op::moments, value_type_t<X>>>();
+    } else {
+        auto m = mean<Axes...>(x, keepdims);
+        auto v = mean<Axes...>(square(x - stop_gradient(m)), keepdims);
+        return moments_result<decltype(m), decltype(v)>{m, v};
+    }
 }
-template <index_t... Axes, expression X>
-auto moments(const X& x) {
-    static_assert(check::floating<op::moments, value_type_t<X>>());
-    constexpr std::size_t rank = shape_t<X>::rank;
-    auto m = mean<Axes...>(x);
-    auto mb = [&] {  // m with the reduced axes put back as extents of 1
-        if constexpr (sizeof...(Axes) == 0) return m;  // a scalar broadcasts as it is
-        else return detail::with_reduced_axes<0, rank, Axes...>(m);
-    }();
-    auto v = mean<Axes...>(square(x - stop_gradient(mb)));
-    return moments_result<decltype(m), decltype(v)>{m, v};
+template <index_t... Axes, operand X>
+decltype(auto) moments(const X& x) {
+    if constexpr (detail::is_misuse_v<X>) {
+        return detail::first_misuse<X>();
+    } else if constexpr (!floating_c<value_type_t<X>>) {
+        return detail::misuse<diagnostic::needs_floating_point<op::moments, value_type_t<X>>>();
+    } else {
+        constexpr std::size_t rank = shape_t<X>::rank;
+        auto m = mean<Axes...>(x);
+        auto mb = [&] {  // m with the reduced axes put back as extents of 1
+            if constexpr (sizeof...(Axes) == 0) return m;  // a scalar broadcasts as it is
+            else return detail::with_reduced_axes<0, rank, Axes...>(m);
+        }();
+        auto v = mean<Axes...>(square(x - stop_gradient(mb)));
+        return moments_result<decltype(m), decltype(v)>{m, v};
+    }
 }
 
 /// (x - mean) * scale / sqrt(variance + epsilon) + offset, as
@@ -112,30 +117,35 @@ auto moments(const X& x) {
 /// scale, then x * inv + (offset - mean * inv). mean, variance, offset and
 /// scale broadcast to x's shape ([C] for NHWC input [N, H, W, C]); epsilon is
 /// a number or a scalar expression. Element-wise ops: the result fuses.
-template <expression X, expression M, expression V, expression B, expression G, class E>
-auto batch_normalization(const X& x, const M& mean, const V& variance, const B& offset, const G& scale,
-                         const E& epsilon) {
+template <operand X, operand M, operand V, operand B, operand G, class E>
+decltype(auto) batch_normalization(const X& x, const M& mean, const V& variance, const B& offset, const G& scale,
+                                   const E& epsilon) {
     using Op = op::batch_normalization;
-    static_assert(check::floating<Op, value_type_t<X>>());
-    static_assert(detail::check_parameter<Op, X, M>());
-    static_assert(detail::check_parameter<Op, X, V>());
-    static_assert(detail::check_parameter<Op, X, B>());
-    static_assert(detail::check_parameter<Op, X, G>());
-    auto inv = rsqrt(variance + detail::epsilon_operand<X>(epsilon)) * scale;
-    return x * inv + (offset - mean * inv);
+    if constexpr (detail::is_misuse_v<X> || detail::is_misuse_v<M> || detail::is_misuse_v<V> || detail::is_misuse_v<B> ||
+                  detail::is_misuse_v<G>) {
+        return detail::first_misuse<X, M, V, B, G>();
+    } else if constexpr (!std::is_void_v<detail::normalization_failure<Op, X, M, V, B, G>>) {
+        return detail::misuse<detail::normalization_failure<Op, X, M, V, B, G>>();
+    } else {
+        auto inv = rsqrt(variance + detail::epsilon_operand<X>(epsilon)) * scale;
+        return x * inv + (offset - mean * inv);
+    }
 }
 
 /// Layer normalisation over the last axis (Keras' LayerNormalization):
 /// each example's features normalised by their own mean and variance, then
 /// scaled by `scale` and shifted by `offset` ([C] for input [..., C]).
-template <expression X, expression G, expression B, class E>
-auto layer_normalization(const X& x, const G& scale, const B& offset, const E& epsilon) {
+template <operand X, operand G, operand B, class E>
+decltype(auto) layer_normalization(const X& x, const G& scale, const B& offset, const E& epsilon) {
     using Op = op::layer_normalization;
-    static_assert(check::floating<Op, value_type_t<X>>());
-    static_assert(detail::check_parameter<Op, X, G>());
-    static_assert(detail::check_parameter<Op, X, B>());
-    auto [m, v] = moments<-1>(x, keepdims);
-    return batch_normalization(x, m, v, offset, scale, epsilon);
+    if constexpr (detail::is_misuse_v<X> || detail::is_misuse_v<G> || detail::is_misuse_v<B>) {
+        return detail::first_misuse<X, G, B>();
+    } else if constexpr (!std::is_void_v<detail::normalization_failure<Op, X, G, B>>) {
+        return detail::misuse<detail::normalization_failure<Op, X, G, B>>();
+    } else {
+        auto [m, v] = moments<-1>(x, keepdims);
+        return batch_normalization(x, m, v, offset, scale, epsilon);
+    }
 }
 
 }  // namespace typeflow

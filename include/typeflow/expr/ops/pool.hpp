@@ -97,26 +97,17 @@ struct pool2d_attrs {
     static constexpr detail::pool2d_geometry geometry(const dims& x) {
         return detail::pool2d_geometry_of(x, KH, KW, SH, SW, Pad == padding_mode::same);
     }
-    // The static rule on input X; returns the static geometry.
+    // The static rule on input X: the diagnostic of its first failing
+    // requirement, or void.
     template <class Op, class X>
-    static constexpr detail::pool2d_geometry check() {
-        constexpr bool attrs_ok = KH > 0 && KW > 0 && SH > 0 && SW > 0;
-        if constexpr (!attrs_ok) {
-            diagnostic::pool_window_and_strides_must_be_positive<Op> error;
-        }
-        static_assert(attrs_ok, "typeflow: pooling: the window and the strides must be positive");
-        check::floating<Op, value_type_t<X>>();
-        constexpr detail::pool2d_geometry g = geometry(shape_t<X>::value);
-        if constexpr (attrs_ok && !g.rank_ok) {
-            diagnostic::pool_needs_rank_4<Op, shape_t<X>> error;
-        }
-        static_assert(!attrs_ok || g.rank_ok, "typeflow: pooling: the input must be [N, H, W, C]");
-        if constexpr (!g.window_ok) {
-            diagnostic::pool_window_larger_than_input<Op, shape_t<X>> error;
-        }
-        static_assert(g.window_ok, "typeflow: pooling: with VALID padding the window is larger than the input; use tf::padding::same");
-        return g;
-    }
+    using failure = require::first_failure_t<
+        // the window and the strides must be positive
+        require::that<(KH > 0 && KW > 0 && SH > 0 && SW > 0), diagnostic::pool_window_and_strides_must_be_positive<Op>>,
+        require::floating<Op, value_type_t<X>>,
+        // the input must be [N, H, W, C]
+        require::that<geometry(shape_t<X>::value).rank_ok, diagnostic::pool_needs_rank_4<Op, shape_t<X>>>,
+        // with VALID padding the window is larger than the input; use tf::padding::same
+        require::that<geometry(shape_t<X>::value).window_ok, diagnostic::pool_window_larger_than_input<Op, shape_t<X>>>>;
     // The run-time geometry, or a tf::error naming the op, the input and the window.
     static detail::pool2d_geometry checked(std::string_view name, const dims& x) {
         const detail::pool2d_geometry g = geometry(x);
@@ -127,16 +118,18 @@ struct pool2d_attrs {
                                                    : ": the window is larger than the input (VALID padding)"));
         return g;
     }
-    // The rule of the gradient ops over (x, d): d of the shape `expected`.
+    // The rule of the gradient ops over (x, d): x as for the pool, d of the
+    // shape `expected`.
+    // (A function, not an alias template: GCC 12 crashes on shape_from_dims
+    // of a computed dims in an alias template.)
     template <class Op, class X, class D, dims Expected>
-    static constexpr void check_gradient() {
-        check::same_device<Op, device_t<X>, device_t<D>>();
-        check::same_dtype<Op, value_type_t<X>, value_type_t<D>>();
-        constexpr bool fits = detail::conv_out_fits(shape_t<D>::value, Expected);
-        if constexpr (!fits) {
-            diagnostic::pool_gradient_shape_differs<Op, shape_t<D>, shape_from_dims<Expected>> error;
-        }
-        static_assert(fits, "typeflow: pooling gradient: the gradient operand's shape differs from the one the op expects");
+    static constexpr auto gradient_failure() {
+        return std::type_identity<require::first_failure_t<
+            require::none<failure<Op, X>>, require::same_device<Op, device_t<X>, device_t<D>>,
+            require::same_dtype<Op, value_type_t<X>, value_type_t<D>>,
+            // the gradient operand's shape differs from the one the op expects
+            require::that<detail::conv_out_fits(shape_t<D>::value, Expected),
+                          diagnostic::pool_gradient_shape_differs<Op, shape_t<D>, shape_from_dims<Expected>>>>>{};
     }
     static void checked_gradient(std::string_view name, const dims& d, const dims& expected) {
         if (!detail::conv_out_fits(d, expected))
@@ -153,8 +146,13 @@ struct max_pool2d : pool2d_attrs<KH, KW, SH, SW, Pad> {
     static constexpr std::string_view name = "max_pool2d";
     template <class X>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<max_pool2d, X>().out();
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = typename base::template failure<max_pool2d, X>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = base::geometry(shape_t<X>::value).out();
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        }
     }
     template <class X>
     using traits = decltype(rule<X>());
@@ -170,8 +168,13 @@ struct avg_pool2d : pool2d_attrs<KH, KW, SH, SW, Pad> {
     static constexpr std::string_view name = "avg_pool2d";
     template <class X>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<avg_pool2d, X>().out();
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = typename base::template failure<avg_pool2d, X>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = base::geometry(shape_t<X>::value).out();
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        }
     }
     template <class X>
     using traits = decltype(rule<X>());
@@ -187,9 +190,10 @@ struct max_pool2d_grad : pool2d_attrs<KH, KW, SH, SW, Pad> {
     static constexpr std::string_view name = "max_pool2d_grad";
     template <class X, class DY>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<max_pool2d_grad, X>().out();
-        base::template check_gradient<max_pool2d_grad, X, DY, out>();
-        return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
+        constexpr dims out = base::geometry(shape_t<X>::value).out();
+        using failure = typename decltype(base::template gradient_failure<max_pool2d_grad, X, DY, out>())::type;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
     }
     template <class X, class DY>
     using traits = decltype(rule<X, DY>());
@@ -208,9 +212,10 @@ struct avg_pool2d_grad : pool2d_attrs<KH, KW, SH, SW, Pad> {
     static constexpr std::string_view name = "avg_pool2d_grad";
     template <class X, class DY>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<avg_pool2d_grad, X>().out();
-        base::template check_gradient<avg_pool2d_grad, X, DY, out>();
-        return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
+        constexpr dims out = base::geometry(shape_t<X>::value).out();
+        using failure = typename decltype(base::template gradient_failure<avg_pool2d_grad, X, DY, out>())::type;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
     }
     template <class X, class DY>
     using traits = decltype(rule<X, DY>());
@@ -229,9 +234,13 @@ struct max_pool2d_grad_grad : pool2d_attrs<KH, KW, SH, SW, Pad> {
     static constexpr std::string_view name = "max_pool2d_grad_grad";
     template <class X, class G>
     static constexpr auto rule() {
-        constexpr dims out = base::template check<max_pool2d_grad_grad, X>().out();
-        base::template check_gradient<max_pool2d_grad_grad, X, G, shape_t<X>::value>();
-        return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        using failure = typename decltype(base::template gradient_failure<max_pool2d_grad_grad, X, G, shape_t<X>::value>())::type;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = base::geometry(shape_t<X>::value).out();
+            return result_traits<value_type_t<X>, shape_from_dims<out>, device_t<X>>{};
+        }
     }
     template <class X, class G>
     using traits = decltype(rule<X, G>());
@@ -253,114 +262,113 @@ struct global_max_pool2d {
 
 /// Max pooling of x [N, H, W, C] with a KH x KW window (KW defaults to KH),
 /// stride the window, VALID padding (Keras' MaxPooling2D): [N, OH, OW, C].
-template <index_t KH, index_t KW = KH, expression X>
-auto max_pool2d(const X& x) {
+template <index_t KH, index_t KW = KH, operand X>
+decltype(auto) max_pool2d(const X& x) {
     return make_node<op::max_pool2d<KH, KW, KH, KW, padding_mode::valid>>(x);
 }
 /// max_pool2d with stride the window and the given padding.
-template <index_t KH, index_t KW = KH, expression X, padding_mode Pad>
-auto max_pool2d(const X& x, padding_tag<Pad>) {
+template <index_t KH, index_t KW = KH, operand X, padding_mode Pad>
+decltype(auto) max_pool2d(const X& x, padding_tag<Pad>) {
     return make_node<op::max_pool2d<KH, KW, KH, KW, Pad>>(x);
 }
 /// max_pool2d with the given strides and padding (VALID by default).
-template <index_t KH, index_t KW = KH, expression X, index_t SH, index_t SW, padding_mode Pad = padding_mode::valid>
-auto max_pool2d(const X& x, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
+template <index_t KH, index_t KW = KH, operand X, index_t SH, index_t SW, padding_mode Pad = padding_mode::valid>
+decltype(auto) max_pool2d(const X& x, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
     return make_node<op::max_pool2d<KH, KW, SH, SW, Pad>>(x);
 }
 
 /// Average pooling of x [N, H, W, C] with a KH x KW window, stride the window,
 /// VALID padding (Keras' AveragePooling2D): [N, OH, OW, C]. A window's
 /// average counts only its elements inside the input.
-template <index_t KH, index_t KW = KH, expression X>
-auto avg_pool2d(const X& x) {
+template <index_t KH, index_t KW = KH, operand X>
+decltype(auto) avg_pool2d(const X& x) {
     return make_node<op::avg_pool2d<KH, KW, KH, KW, padding_mode::valid>>(x);
 }
 /// avg_pool2d with stride the window and the given padding.
-template <index_t KH, index_t KW = KH, expression X, padding_mode Pad>
-auto avg_pool2d(const X& x, padding_tag<Pad>) {
+template <index_t KH, index_t KW = KH, operand X, padding_mode Pad>
+decltype(auto) avg_pool2d(const X& x, padding_tag<Pad>) {
     return make_node<op::avg_pool2d<KH, KW, KH, KW, Pad>>(x);
 }
 /// avg_pool2d with the given strides and padding (VALID by default).
-template <index_t KH, index_t KW = KH, expression X, index_t SH, index_t SW, padding_mode Pad = padding_mode::valid>
-auto avg_pool2d(const X& x, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
+template <index_t KH, index_t KW = KH, operand X, index_t SH, index_t SW, padding_mode Pad = padding_mode::valid>
+decltype(auto) avg_pool2d(const X& x, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
     return make_node<op::avg_pool2d<KH, KW, SH, SW, Pad>>(x);
 }
 
 /// The gradient of max_pool2d<KH, KW>(x, ...) with respect to x, given dy;
 /// strides and padding as for max_pool2d.
-template <index_t KH, index_t KW = KH, expression X, expression DY>
-auto max_pool2d_grad(const X& x, const DY& dy) {
+template <index_t KH, index_t KW = KH, operand X, operand DY>
+decltype(auto) max_pool2d_grad(const X& x, const DY& dy) {
     return make_node<op::max_pool2d_grad<KH, KW, KH, KW, padding_mode::valid>>(x, dy);
 }
-template <index_t KH, index_t KW = KH, expression X, expression DY, padding_mode Pad>
-auto max_pool2d_grad(const X& x, const DY& dy, padding_tag<Pad>) {
+template <index_t KH, index_t KW = KH, operand X, operand DY, padding_mode Pad>
+decltype(auto) max_pool2d_grad(const X& x, const DY& dy, padding_tag<Pad>) {
     return make_node<op::max_pool2d_grad<KH, KW, KH, KW, Pad>>(x, dy);
 }
-template <index_t KH, index_t KW = KH, expression X, expression DY, index_t SH, index_t SW,
+template <index_t KH, index_t KW = KH, operand X, operand DY, index_t SH, index_t SW,
           padding_mode Pad = padding_mode::valid>
-auto max_pool2d_grad(const X& x, const DY& dy, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
+decltype(auto) max_pool2d_grad(const X& x, const DY& dy, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
     return make_node<op::max_pool2d_grad<KH, KW, SH, SW, Pad>>(x, dy);
 }
 
 /// The gradient of avg_pool2d<KH, KW>(x, ...) with respect to x, given dy (x
 /// gives only its extents); strides and padding as for avg_pool2d.
-template <index_t KH, index_t KW = KH, expression X, expression DY>
-auto avg_pool2d_grad(const X& x, const DY& dy) {
+template <index_t KH, index_t KW = KH, operand X, operand DY>
+decltype(auto) avg_pool2d_grad(const X& x, const DY& dy) {
     return make_node<op::avg_pool2d_grad<KH, KW, KH, KW, padding_mode::valid>>(x, dy);
 }
-template <index_t KH, index_t KW = KH, expression X, expression DY, padding_mode Pad>
-auto avg_pool2d_grad(const X& x, const DY& dy, padding_tag<Pad>) {
+template <index_t KH, index_t KW = KH, operand X, operand DY, padding_mode Pad>
+decltype(auto) avg_pool2d_grad(const X& x, const DY& dy, padding_tag<Pad>) {
     return make_node<op::avg_pool2d_grad<KH, KW, KH, KW, Pad>>(x, dy);
 }
-template <index_t KH, index_t KW = KH, expression X, expression DY, index_t SH, index_t SW,
+template <index_t KH, index_t KW = KH, operand X, operand DY, index_t SH, index_t SW,
           padding_mode Pad = padding_mode::valid>
-auto avg_pool2d_grad(const X& x, const DY& dy, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
+decltype(auto) avg_pool2d_grad(const X& x, const DY& dy, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
     return make_node<op::avg_pool2d_grad<KH, KW, SH, SW, Pad>>(x, dy);
 }
 
 /// g (x's shape) at the maximum of each max_pool2d<KH, KW>(x, ...) window:
 /// the gradient of max_pool2d_grad(x, dy) with respect to dy.
-template <index_t KH, index_t KW = KH, expression X, expression G>
-auto max_pool2d_grad_grad(const X& x, const G& g) {
+template <index_t KH, index_t KW = KH, operand X, operand G>
+decltype(auto) max_pool2d_grad_grad(const X& x, const G& g) {
     return make_node<op::max_pool2d_grad_grad<KH, KW, KH, KW, padding_mode::valid>>(x, g);
 }
-template <index_t KH, index_t KW = KH, expression X, expression G, padding_mode Pad>
-auto max_pool2d_grad_grad(const X& x, const G& g, padding_tag<Pad>) {
+template <index_t KH, index_t KW = KH, operand X, operand G, padding_mode Pad>
+decltype(auto) max_pool2d_grad_grad(const X& x, const G& g, padding_tag<Pad>) {
     return make_node<op::max_pool2d_grad_grad<KH, KW, KH, KW, Pad>>(x, g);
 }
-template <index_t KH, index_t KW = KH, expression X, expression G, index_t SH, index_t SW,
+template <index_t KH, index_t KW = KH, operand X, operand G, index_t SH, index_t SW,
           padding_mode Pad = padding_mode::valid>
-auto max_pool2d_grad_grad(const X& x, const G& g, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
+decltype(auto) max_pool2d_grad_grad(const X& x, const G& g, strides_tag<SH, SW>, padding_tag<Pad> = {}) {
     return make_node<op::max_pool2d_grad_grad<KH, KW, SH, SW, Pad>>(x, g);
 }
 
 namespace detail {
-// The rank and dtype rule of the global pools.
+// The rank and dtype rule of the global pools (the input must be [N, H, W, C]).
 template <class Op, class X>
-constexpr void check_global_pool() {
-    check::floating<Op, value_type_t<X>>();
-    constexpr bool ok = shape_t<X>::rank == 4;
-    if constexpr (!ok) {
-        diagnostic::pool_needs_rank_4<Op, shape_t<X>> error;
-    }
-    static_assert(ok, "typeflow: global pooling: the input must be [N, H, W, C]");
-}
+using global_pool_failure =
+    require::first_failure_t<require::floating<Op, value_type_t<X>>,
+                             require::that<shape_t<X>::rank == 4, diagnostic::pool_needs_rank_4<Op, shape_t<X>>>>;
 }  // namespace detail
 
 /// The mean of x [N, H, W, C] over H and W: [N, C] (Keras'
 /// GlobalAveragePooling2D); the node is tf::mean<1, 2>(x).
-template <expression X>
-auto global_avg_pool2d(const X& x) {
-    detail::check_global_pool<op::global_avg_pool2d, X>();
-    return mean<1, 2>(x);
+template <operand X>
+decltype(auto) global_avg_pool2d(const X& x) {
+    if constexpr (detail::is_misuse_v<X>) return detail::first_misuse<X>();
+    else if constexpr (!std::is_void_v<detail::global_pool_failure<op::global_avg_pool2d, X>>)
+        return detail::misuse<detail::global_pool_failure<op::global_avg_pool2d, X>>();
+    else return mean<1, 2>(x);
 }
 /// The maximum of x [N, H, W, C] over H and W: [N, C] (Keras'
 /// GlobalMaxPooling2D); the node is tf::max<1, 2>(x), whose gradient shares
 /// among ties as TensorFlow's reduce_max does.
-template <expression X>
-auto global_max_pool2d(const X& x) {
-    detail::check_global_pool<op::global_max_pool2d, X>();
-    return max<1, 2>(x);
+template <operand X>
+decltype(auto) global_max_pool2d(const X& x) {
+    if constexpr (detail::is_misuse_v<X>) return detail::first_misuse<X>();
+    else if constexpr (!std::is_void_v<detail::global_pool_failure<op::global_max_pool2d, X>>)
+        return detail::misuse<detail::global_pool_failure<op::global_max_pool2d, X>>();
+    else return max<1, 2>(x);
 }
 
 /// max_pool2d: dx = max_pool2d_grad(x, g).

@@ -126,9 +126,12 @@ struct dropout_mask {
     }
     template <class X>
     static constexpr auto rule() {
-        check_rate();
-        check::floating<dropout_mask, value_type_t<X>>();
-        return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
+        using failure = require::first_failure_t<
+            // the rate must be in [0, 1)
+            require::that<(Rate >= 0.0 && Rate < 1.0), diagnostic::dropout_rate_outside_0_1<dropout_mask>>,
+            require::floating<dropout_mask, value_type_t<X>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
     }
     template <class X>
     using traits = decltype(rule<X>());
@@ -143,16 +146,15 @@ struct dropout_mask_fed {
     static constexpr std::string_view name = "dropout";
     template <class X, class R, class S>
     static constexpr auto rule() {
-        check::floating<dropout_mask_fed, value_type_t<X>>();
-        check::same_dtype<dropout_mask_fed, value_type_t<X>, value_type_t<R>>();
-        check::same_device<dropout_mask_fed, device_t<X>, device_t<R>>();
-        constexpr bool scalar_rate = shape_t<R>::rank == 0;
-        if constexpr (!scalar_rate) {
-            diagnostic::dropout_rate_must_be_scalar<dropout_mask_fed, shape_t<R>> error;
-        }
-        static_assert(scalar_rate, "typeflow: dropout: the rate must be a scalar (shape<>)");
         static_assert(std::is_same_v<value_type_t<S>, std::int64_t>, "typeflow: dropout: the seed must be int64");
-        return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
+        using failure = require::first_failure_t<
+            require::floating<dropout_mask_fed, value_type_t<X>>,
+            require::same_dtype<dropout_mask_fed, value_type_t<X>, value_type_t<R>>,
+            require::same_device<dropout_mask_fed, device_t<X>, device_t<R>>,
+            // the rate must be a scalar (shape<>)
+            require::that<shape_t<R>::rank == 0, diagnostic::dropout_rate_must_be_scalar<dropout_mask_fed, shape_t<R>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<X>, shape_t<X>, device_t<X>>{};
     }
     template <class X, class R, class S>
     using traits = decltype(rule<X, R, S>());
@@ -163,14 +165,14 @@ struct dropout_mask_fed {
 /// The dropout mask of x's extents, rate and seed static: each element is
 /// 1 / (1 - Rate) (in x's dtype) with probability 1 - Rate, else 0, a new
 /// mask at each run (see the file comment). Rate must be in [0, 1).
-template <double Rate, std::uint64_t Seed = 0, expression X>
-auto dropout_mask(const X& x) {
+template <double Rate, std::uint64_t Seed = 0, operand X>
+decltype(auto) dropout_mask(const X& x) {
     return make_node<op::dropout_mask<Rate, Seed>>(x);
 }
-/// The dropout mask with a rate given at run time: a number (a tf::error now
-/// unless in [0, 1)) or a scalar expression of x's dtype (checked each run).
-template <expression X, class R>
-auto dropout_mask(const X& x, const R& rate, std::uint64_t seed = 0) {
+
+namespace detail {
+template <class X, class R>
+decltype(auto) dropout_mask_of(const X& x, const R& rate, std::uint64_t seed) {
     using T = value_type_t<X>;
     using D = device_t<X>;
     const scalar<std::int64_t, D> s(static_cast<std::int64_t>(seed));
@@ -178,23 +180,36 @@ auto dropout_mask(const X& x, const R& rate, std::uint64_t seed = 0) {
         return make_node<op::dropout_mask_fed>(x, rate, s);
     } else {
         static_assert(std::is_arithmetic_v<R>, "typeflow: dropout: the rate must be a number or a scalar expression");
-        detail::check_dropout_rate(static_cast<double>(static_cast<T>(rate)));
+        check_dropout_rate(static_cast<double>(static_cast<T>(rate)));
         return make_node<op::dropout_mask_fed>(x, scalar<T, D>(static_cast<T>(rate)), s);
+    }
+}
+}  // namespace detail
+
+/// The dropout mask with a rate given at run time: a number (a tf::error now
+/// unless in [0, 1)) or a scalar expression of x's dtype (checked each run).
+template <operand X, class R>
+decltype(auto) dropout_mask(const X& x, const R& rate, std::uint64_t seed = 0) {
+    if constexpr (detail::is_misuse_v<X> || detail::is_misuse_v<R>) {
+        return detail::first_misuse<X, R>();
+    } else {
+        return detail::dropout_mask_of(x, rate, seed);
     }
 }
 
 /// Inverted dropout (tf.nn.dropout) with a static rate and seed: x * mask,
 /// each element kept with probability 1 - Rate and scaled by 1 / (1 - Rate),
 /// or zeroed. dropout<0>(x) is x.
-template <double Rate, std::uint64_t Seed = 0, expression X>
-auto dropout(const X& x) {
+template <double Rate, std::uint64_t Seed = 0, operand X>
+decltype(auto) dropout(const X& x) {
     static_assert(op::dropout_mask<Rate, Seed>::check_rate());
-    if constexpr (Rate == 0.0) return x;
+    if constexpr (detail::is_misuse_v<X>) return detail::first_misuse<X>();
+    else if constexpr (Rate == 0.0) return X(x);  // a copy, not a reference to x
     else return x * dropout_mask<Rate, Seed>(x);
 }
 /// Inverted dropout with a rate given at run time (see dropout_mask).
-template <expression X, class R>
-auto dropout(const X& x, const R& rate, std::uint64_t seed = 0) {
+template <operand X, class R>
+decltype(auto) dropout(const X& x, const R& rate, std::uint64_t seed = 0) {
     return x * dropout_mask(x, rate, seed);
 }
 

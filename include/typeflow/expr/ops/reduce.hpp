@@ -46,14 +46,17 @@ struct reduce {
     static constexpr bool keep = Keep;
     template <class A>
     static constexpr auto rule() {
-        check::numeric<reduce, value_type_t<A>>();
         constexpr detail::axis_mask m = detail::make_axis_mask<Axes...>(shape_t<A>::rank);
-        if constexpr (!m.ok) {
-            diagnostic::axis_out_of_range<reduce, shape_t<A>> error;
+        using failure = require::first_failure_t<
+            require::numeric<reduce, value_type_t<A>>,
+            // an axis is out of range or given twice
+            require::that<m.ok, diagnostic::axis_out_of_range<reduce, shape_t<A>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, Keep);
+            return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
         }
-        static_assert(m.ok, "typeflow: reduction: an axis is out of range or given twice");
-        constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, Keep);
-        return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -67,20 +70,20 @@ struct arg_reduce {
     static constexpr bool is_max = IsMax;
     template <class A>
     static constexpr auto rule() {
-        check::numeric<arg_reduce, value_type_t<A>>();
         constexpr detail::axis_mask m = detail::make_axis_mask<Axis>(shape_t<A>::rank);
-        if constexpr (!m.ok) {
-            diagnostic::axis_out_of_range<arg_reduce, shape_t<A>> error;
-        }
-        static_assert(m.ok, "typeflow: argmax/argmin: the axis is out of range");
         constexpr bool nonempty = !m.ok || shape_t<A>::value.d[axis(shape_t<A>::rank)] != 0;
-        if constexpr (!nonempty) {
-            diagnostic::axis_is_empty<arg_reduce, shape_t<A>> error;
+        using failure = require::first_failure_t<
+            require::numeric<arg_reduce, value_type_t<A>>,
+            // the axis is out of range
+            require::that<m.ok, diagnostic::axis_out_of_range<arg_reduce, shape_t<A>>>,
+            // the reduced axis has extent 0, so there is no element to pick
+            require::that<nonempty, diagnostic::axis_is_empty<arg_reduce, shape_t<A>>>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
+            return result_traits<std::int64_t, shape_from_dims<out>, device_t<A>>{};
         }
-        static_assert(nonempty, "typeflow: argmax/argmin: the reduced axis has extent 0, so there is no element to "
-                                "pick");
-        constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
-        return result_traits<std::int64_t, shape_from_dims<out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -99,36 +102,36 @@ struct arg_reduce {
 }  // namespace op
 
 /// Sum over Axes (all when none are given): sum<1>(x), sum<0, 1>(x, keepdims).
-template <index_t... Axes, expression A>
-auto sum(const A& a) { return make_node<op::reduce<reduction::sum, false, Axes...>>(a); }
-template <index_t... Axes, expression A>
-auto sum(const A& a, keepdims_t) { return make_node<op::reduce<reduction::sum, true, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) sum(const A& a) { return make_node<op::reduce<reduction::sum, false, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) sum(const A& a, keepdims_t) { return make_node<op::reduce<reduction::sum, true, Axes...>>(a); }
 /// Mean over Axes (integer tensors: the truncated integer mean).
-template <index_t... Axes, expression A>
-auto mean(const A& a) { return make_node<op::reduce<reduction::mean, false, Axes...>>(a); }
-template <index_t... Axes, expression A>
-auto mean(const A& a, keepdims_t) { return make_node<op::reduce<reduction::mean, true, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) mean(const A& a) { return make_node<op::reduce<reduction::mean, false, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) mean(const A& a, keepdims_t) { return make_node<op::reduce<reduction::mean, true, Axes...>>(a); }
 /// Largest element over Axes.
-template <index_t... Axes, expression A>
-auto max(const A& a) { return make_node<op::reduce<reduction::max, false, Axes...>>(a); }
-template <index_t... Axes, expression A>
-auto max(const A& a, keepdims_t) { return make_node<op::reduce<reduction::max, true, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) max(const A& a) { return make_node<op::reduce<reduction::max, false, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) max(const A& a, keepdims_t) { return make_node<op::reduce<reduction::max, true, Axes...>>(a); }
 /// Smallest element over Axes.
-template <index_t... Axes, expression A>
-auto min(const A& a) { return make_node<op::reduce<reduction::min, false, Axes...>>(a); }
-template <index_t... Axes, expression A>
-auto min(const A& a, keepdims_t) { return make_node<op::reduce<reduction::min, true, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) min(const A& a) { return make_node<op::reduce<reduction::min, false, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) min(const A& a, keepdims_t) { return make_node<op::reduce<reduction::min, true, Axes...>>(a); }
 /// Product over Axes.
-template <index_t... Axes, expression A>
-auto prod(const A& a) { return make_node<op::reduce<reduction::prod, false, Axes...>>(a); }
-template <index_t... Axes, expression A>
-auto prod(const A& a, keepdims_t) { return make_node<op::reduce<reduction::prod, true, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) prod(const A& a) { return make_node<op::reduce<reduction::prod, false, Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) prod(const A& a, keepdims_t) { return make_node<op::reduce<reduction::prod, true, Axes...>>(a); }
 /// Index (int64) of the largest element along Axis; the first one on ties.
-template <index_t Axis, expression A>
-auto argmax(const A& a) { return make_node<op::arg_reduce<true, Axis>>(a); }
+template <index_t Axis, operand A>
+decltype(auto) argmax(const A& a) { return make_node<op::arg_reduce<true, Axis>>(a); }
 /// Index (int64) of the smallest element along Axis; the first one on ties.
-template <index_t Axis, expression A>
-auto argmin(const A& a) { return make_node<op::arg_reduce<false, Axis>>(a); }
+template <index_t Axis, operand A>
+decltype(auto) argmin(const A& a) { return make_node<op::arg_reduce<false, Axis>>(a); }
 
 namespace detail {
 // g (a reduction's output or adjoint) with the reduced axes of a rank-R input

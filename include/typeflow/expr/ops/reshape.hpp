@@ -56,15 +56,13 @@ struct reshape {
     template <class A>
     static constexpr auto rule() {
         constexpr detail::reshape_result r = detail::reshape_dims(shape_t<A>::value, dims{D...});
-        if constexpr (!r.target_ok) {
-            diagnostic::bad_target_shape<reshape, shape<(D < 0 ? dyn : D)...>> error;
-        }
-        static_assert(r.target_ok, "typeflow: reshape: target extents must be >= 0 with at most one -1");
-        if constexpr (!r.count_ok) {
-            diagnostic::element_counts_differ<reshape, shape_t<A>, shape<(D < 0 ? dyn : D)...>> error;
-        }
-        static_assert(r.count_ok, "typeflow: reshape: the element counts of the two shapes differ");
-        return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
+        using failure = require::first_failure_t<
+            // target extents must be >= 0 with at most one -1
+            require::that<r.target_ok, diagnostic::bad_target_shape<reshape, shape<(D < 0 ? dyn : D)...>>>,
+            // the element counts of the two shapes differ
+            require::that<r.count_ok, diagnostic::element_counts_differ<reshape, shape_t<A>, shape<(D < 0 ? dyn : D)...>>>>;
+        if constexpr (!std::is_void_v<failure>) return rule_failed<failure>{};
+        else return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -91,12 +89,12 @@ struct expand_dims {
     static constexpr auto rule() {
         constexpr index_t n = norm(shape_t<A>::rank);
         constexpr bool ok = n >= 0 && n <= static_cast<index_t>(shape_t<A>::rank) && shape_t<A>::rank < max_rank;
-        if constexpr (!ok) {
-            diagnostic::axis_out_of_range<expand_dims, shape_t<A>> error;
+        if constexpr (!ok) {  // the axis is out of range
+            return rule_failed<diagnostic::axis_out_of_range<expand_dims, shape_t<A>>>{};
+        } else {
+            constexpr dims out = expanded(shape_t<A>::value);
+            return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
         }
-        static_assert(ok, "typeflow: expand_dims: the axis is out of range");
-        constexpr dims out = expanded(shape_t<A>::value);
-        return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -126,12 +124,12 @@ struct squeeze {
                 if (m.reduced[i] && shape_t<A>::value.d[i] != 1 && shape_t<A>::value.d[i] != dyn) return false;
             return true;
         }();
-        if constexpr (!ok) {
-            diagnostic::extent_is_not_one<squeeze, shape_t<A>> error;
+        if constexpr (!ok) {  // a squeezed axis is out of range or its extent is not 1
+            return rule_failed<diagnostic::extent_is_not_one<squeeze, shape_t<A>>>{};
+        } else {
+            constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
+            return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
         }
-        static_assert(ok, "typeflow: squeeze: a squeezed axis is out of range or its extent is not 1");
-        constexpr dims out = detail::reduced_dims(shape_t<A>::value, m, false);
-        return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -149,14 +147,14 @@ struct squeeze {
 }  // namespace op
 
 /// Same elements with extents D...; one extent may be -1 (inferred).
-template <index_t... D, expression A>
-auto reshape(const A& a) { return make_node<op::reshape<D...>>(a); }
+template <index_t... D, operand A>
+decltype(auto) reshape(const A& a) { return make_node<op::reshape<D...>>(a); }
 /// Inserts an axis of extent 1 at Axis (negative counts from the end).
-template <index_t Axis, expression A>
-auto expand_dims(const A& a) { return make_node<op::expand_dims<Axis>>(a); }
+template <index_t Axis, operand A>
+decltype(auto) expand_dims(const A& a) { return make_node<op::expand_dims<Axis>>(a); }
 /// Removes the given axes of extent 1 (all static extents of 1 when none are given).
-template <index_t... Axes, expression A>
-auto squeeze(const A& a) { return make_node<op::squeeze<Axes...>>(a); }
+template <index_t... Axes, operand A>
+decltype(auto) squeeze(const A& a) { return make_node<op::squeeze<Axes...>>(a); }
 
 /// Views: the gradient gets the input's extents back.
 template <index_t... D>

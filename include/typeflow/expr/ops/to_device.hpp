@@ -20,8 +20,8 @@ struct to {
 }  // namespace op
 
 /// The value of e, placed on device To.
-template <device_c To, expression A>
-auto to(const A& a) {
+template <device_c To, operand A>
+decltype(auto) to(const A& a) {
     return make_node<op::to<To>>(a);
 }
 

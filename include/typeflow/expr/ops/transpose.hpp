@@ -30,12 +30,12 @@ struct permute {
     template <class A>
     static constexpr auto rule() {
         constexpr bool ok = valid(shape_t<A>::rank);
-        if constexpr (!ok) {
-            diagnostic::not_a_permutation<permute, shape_t<A>> error;
+        if constexpr (!ok) {  // the axes must be a permutation of 0..rank-1
+            return rule_failed<diagnostic::not_a_permutation<permute, shape_t<A>>>{};
+        } else {
+            constexpr dims out = permuted(shape_t<A>::value);
+            return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
         }
-        static_assert(ok, "typeflow: transpose: the axes must be a permutation of 0..rank-1");
-        constexpr dims out = permuted(shape_t<A>::value);
-        return result_traits<value_type_t<A>, shape_from_dims<out>, device_t<A>>{};
     }
     template <class A>
     using traits = decltype(rule<A>());
@@ -51,16 +51,20 @@ struct reversed_permute<std::index_sequence<I...>> {
 }  // namespace op
 
 /// Permutes axes: output axis i is input axis P[i].
-template <std::size_t... P, expression A>
+template <std::size_t... P, operand A>
     requires(sizeof...(P) > 0)
-auto transpose(const A& a) {
+decltype(auto) transpose(const A& a) {
     return make_node<op::permute<P...>>(a);
 }
 /// Reverses the axes (the matrix transpose for 2-D tensors).
-template <expression A>
-auto transpose(const A& a) {
-    using P = typename op::reversed_permute<std::make_index_sequence<shape_t<A>::rank>>::type;
-    return make_node<P>(a);
+template <operand A>
+decltype(auto) transpose(const A& a) {
+    if constexpr (detail::is_misuse_v<A>) {
+        return detail::first_misuse<A>();
+    } else {
+        using P = typename op::reversed_permute<std::make_index_sequence<shape_t<A>::rank>>::type;
+        return make_node<P>(a);
+    }
 }
 
 /// transpose: the gradient is transposed back by the inverse permutation.

@@ -10,13 +10,18 @@ struct where {
     static constexpr std::string_view name = "where";
     template <class C, class A, class B>
     static constexpr auto rule() {
-        check::same_device<where, device_t<C>, device_t<A>>();
-        check::same_device<where, device_t<A>, device_t<B>>();
-        check::boolean<where, value_type_t<C>>();
-        check::same_dtype<where, value_type_t<A>, value_type_t<B>>();
-        using S1 = decltype(check::broadcast<where, shape_t<A>, shape_t<B>>());
-        using S = decltype(check::broadcast<where, shape_t<C>, S1>());
-        return result_traits<value_type_t<A>, S, device_t<A>>{};
+        constexpr broadcast_result ab = broadcast_dims(shape_t<A>::value, shape_t<B>::value);
+        using S1 = shape_from_dims<ab.out>;
+        using failure = require::first_failure_t<
+            require::same_device<where, device_t<C>, device_t<A>>, require::same_device<where, device_t<A>, device_t<B>>,
+            require::boolean<where, value_type_t<C>>, require::same_dtype<where, value_type_t<A>, value_type_t<B>>,
+            require::broadcast<where, shape_t<A>, shape_t<B>>, require::broadcast<where, shape_t<C>, S1>>;
+        if constexpr (!std::is_void_v<failure>) {
+            return rule_failed<failure>{};
+        } else {
+            constexpr broadcast_result r = broadcast_dims(shape_t<C>::value, S1::value);
+            return result_traits<value_type_t<A>, shape_from_dims<r.out>, device_t<A>>{};
+        }
     }
     template <class C, class A, class B>
     using traits = decltype(rule<C, A, B>());
@@ -26,10 +31,12 @@ struct where {
 }  // namespace op
 
 /// Element-wise `cond ? a : b` with broadcasting; cond is a bool tensor.
-template <expression C, class A, class B>
+template <operand C, class A, class B>
     requires binary_operands<A, B>
-auto where(const C& cond, const A& a, const B& b) {
-    if constexpr (expression<A> && expression<B>) {
+decltype(auto) where(const C& cond, const A& a, const B& b) {
+    if constexpr (detail::is_misuse_v<C> || detail::is_misuse_v<A> || detail::is_misuse_v<B>) {
+        return detail::first_misuse<C, A, B>();
+    } else if constexpr (expression<A> && expression<B>) {
         return make_node<op::where>(cond, a, b);
     } else if constexpr (expression<A>) {
         return make_node<op::where>(cond, a,
