@@ -432,6 +432,12 @@ TEST_CASE("io checkpoint: save keeps the last N, latest_checkpoint skips incompl
     tf::io::saver s({.max_to_keep = 3}, v);
     CHECK_FALSE(tf::io::latest_checkpoint(dir.path));
     CHECK_FALSE(tf::io::latest_checkpoint(dir / "does-not-exist"));
+    // A path that exists but cannot be listed is an error naming it, never an
+    // empty list (a resume would start over).
+    iotest::write_file(dir / "a-file", "x");
+    REQUIRE_THROWS_WITH(tf::io::list_checkpoints(dir / "a-file"),
+                        Catch::Contains("cannot list directory '" + (dir / "a-file") + "'"));
+    REQUIRE_THROWS_AS(tf::io::latest_checkpoint(dir / "a-file"), tf::error);
     for (int step = 1; step <= 7; ++step) {
         v.value()[0] = step;
         s.save(dir.path, step * 10);

@@ -58,7 +58,8 @@ void delete_as(void* p) noexcept {
 TYPEFLOW_DECL bool is_complete_checkpoint(const std::string& path);
 
 /// The checkpoints "<basename>-<step>.{tfckpt,json,index}" in dir, by
-/// ascending step (complete or not). Empty when dir does not exist.
+/// ascending step (complete or not). Empty when dir does not exist; a
+/// tf::error naming dir when it exists but cannot be listed.
 TYPEFLOW_DECL std::vector<checkpoint_entry> list_checkpoints(const std::string& dir,
                                                              const std::string& basename = "ckpt");
 

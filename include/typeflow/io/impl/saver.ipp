@@ -123,10 +123,15 @@ TYPEFLOW_DECL bool is_complete_checkpoint(const std::string& path) {
 TYPEFLOW_DECL std::vector<checkpoint_entry> list_checkpoints(const std::string& dir, const std::string& basename) {
     std::vector<checkpoint_entry> out;
     std::error_code ec;
-    for (const auto& de : std::filesystem::directory_iterator(dir, ec)) {
-        const std::string file = de.path().filename().string();
+    std::filesystem::directory_iterator it(dir, ec), end;
+    if (ec == std::errc::no_such_file_or_directory) return out;  // nothing saved yet
+    // any other failure, opening or part way: an error, never a short list
+    // (latest_checkpoint would resume from an older step)
+    for (; !ec && it != end; it.increment(ec)) {
+        const std::string file = it->path().filename().string();
         if (auto step = detail::parse_checkpoint_name(file, basename)) out.push_back({*step, dir + "/" + file});
     }
+    if (ec) throw error("checkpoint: cannot list directory '" + dir + "': " + ec.message());
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
         return a.step != b.step ? a.step < b.step : a.path < b.path;
     });
