@@ -313,6 +313,61 @@ TEST_CASE("bad input is refused with a logged reason while good peers are served
     CHECK(logs.contains("client failed authentication (wrong shared secret?)"));
 }
 
+TEST_CASE("a task still in its handshake is told why the chief failed, and names it") {
+    tfd_test::log_capture logs;
+    { // The chief fails (its bootstrap times out) while a task waits in the handshake.
+        auto specs = tfd_test::local_specs(3, R"({"connect_timeout_ms": 800, "handshake_timeout_ms": 5000})");
+        const auto port = split_address(specs[0].address_of(0), "").second;
+        auto chief = std::async(std::launch::async, [&] { return std::make_unique<transport>(specs[0]); });
+        std::this_thread::sleep_for(100ms); // the chief is listening
+        asio::io_context io;
+        tcp::socket s(io);
+        s.connect({asio::ip::make_address("127.0.0.1"), port});
+        auto nc = handshake::make_nonce();
+        frame_header hh;
+        hh.type = frame_type::hello;
+        hh.seq = 2;
+        hh.length = 32;
+        auto hb = encode_header(hh);
+        asio::write(s, std::array{asio::buffer(hb), asio::buffer(nc)});
+        std::array<std::byte, 48 + 64> ch;
+        asio::read(s, asio::buffer(ch)); // the challenge; no response: the chief waits
+        std::array<std::byte, 48> next;
+        asio::read(s, asio::buffer(next));
+        auto parsed = parse_header(next.data(), 0);
+        REQUIRE(parsed.ok);
+        REQUIRE(parsed.header.type == frame_type::abort);
+        std::string reason(parsed.header.length, '\0');
+        asio::read(s, asio::buffer(reason));
+        CHECK_THAT(reason, Contains("bootstrap timed out after 800 ms") && Contains("worker:1"));
+        CHECK_THROWS_WITH(chief.get(), Contains("bootstrap timed out after 800 ms"));
+    }
+    { // A joining task that gets an abort in place of the challenge names the
+      // chief and the chief's reason (not "connection reset").
+        auto specs = tfd_test::local_specs(2, R"({"connect_timeout_ms": 3000})");
+        const auto port = split_address(specs[0].address_of(0), "").second;
+        asio::io_context io;
+        tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), port});
+        auto server = std::async(std::launch::async, [&] {
+            tcp::socket s = acc.accept();
+            std::array<std::byte, 48 + 32> h;
+            asio::read(s, asio::buffer(h));
+            const std::string why = "worker:2 (rank 2) closed the connection unexpectedly (process died?)";
+            frame_header ab;
+            ab.type = frame_type::abort;
+            ab.length = why.size();
+            auto abb = encode_header(ab);
+            asio::write(s, std::array{asio::const_buffer(abb.data(), abb.size()), asio::buffer(why)});
+            boost::system::error_code ec;
+            char c;
+            s.read_some(asio::buffer(&c, 1), ec); // until the task closes
+        });
+        CHECK_THROWS_WITH(transport(specs[1]), Contains("bootstrap: worker:0 (rank 0") &&
+                                                   Contains("failed during the handshake: worker:2 (rank 2) closed the connection"));
+        server.get();
+    }
+}
+
 TEST_CASE("a peer with the wrong secret cannot join") {
     tfd_test::log_capture logs;
     auto specs = tfd_test::local_specs(2, R"({"connect_timeout_ms": 1500})");

@@ -140,6 +140,12 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
     deadline_guard guard(io, s, opt.handshake_timeout);
     bool said_hello = false;
     std::size_t stage = 0;
+    auto conn = std::make_shared<handshake_conn>();
+    conn->s = s;
+    struct mark_done {  // on every way out, including the frame's destruction
+        std::shared_ptr<handshake_conn> c;
+        ~mark_done() { c->done = true; }
+    } done_on_exit{conn};
     try {
         frame_header h;
         std::vector<std::byte> payload;
@@ -149,6 +155,8 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
         if (auto bad = handshake::check_hello(h, payload.data(), size, peer_rank, nc)) throw refusal(*bad);
         said_hello = true;
         stage = 1;
+        std::erase_if(handshaking, [](const auto& c) { return c->done || c->s.expired(); });
+        handshaking.push_back(conn);
         const int pr = static_cast<int>(peer_rank);
         if (pr == rank) throw refusal("hello claims this task's own rank " + std::to_string(pr));
         if (rank != 0 && pr < rank)
@@ -164,7 +172,9 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
         auto proof = handshake::server_proof(secret, nc, ns, peer_rank);
         std::memcpy(chp.data() + 32, proof.data(), 32);
         auto out = frame_bytes(ch, chp.data());
+        conn->writing = true;
         co_await asio::async_write(*s, asio::buffer(out), asio::use_awaitable);
+        conn->writing = false;
         stage = 2;
         co_await read_frame(*s, h, payload, 0);
         if (auto bad = handshake::check_response(h, payload.data(), secret, nc, ns, peer_rank)) throw refusal(*bad);
@@ -184,13 +194,17 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
         frame_header acc;
         acc.type = frame_type::accept;
         auto accb = encode_header(acc);
+        conn->writing = true;
         co_await asio::async_write(*s, asio::buffer(accb), asio::use_awaitable);
+        conn->writing = false;
         if (*guard.fired) throw refusal("handshake timed out");
         guard.timer->cancel();
+        conn->done = true;
         attach(pr, s);
     } catch (const refusal& e) {
+        conn->done = true;
         log(log_level::warning, spec.task.name() + ": refused connection from " + from + ": " + e.what());
-        if (said_hello && s->is_open()) {
+        if (said_hello && s->is_open() && !failing) {
             auto f = abort_frame(std::string("refused: ") + e.what());
             raw_send(*s, f.data(), f.size());
         }
@@ -207,6 +221,14 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
         error_code ec;
         s->close(ec);
     }
+}
+
+/// The error for an abort frame in place of a handshake reply: a refusal
+/// ("refused: ...") or the failure that stopped the other task.
+TYPEFLOW_DIST_DECL std::string transport_impl::aborted_by(const std::string& who, const std::vector<std::byte>& payload) {
+    const std::string reason(reinterpret_cast<const char*>(payload.data()), payload.size());
+    return reason.starts_with("refused: ") ? "refused by " + who + ": " + reason.substr(9)
+                                           : who + " failed during the handshake: " + reason;
 }
 
 TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::connect_peer(int to) {
@@ -238,6 +260,7 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::connect_peer(int to) {
         co_await asio::async_write(*s, asio::buffer(out), asio::use_awaitable);
         std::vector<std::byte> payload;
         co_await read_frame(*s, h, payload, 0);
+        if (h.type == frame_type::abort) throw refusal(aborted_by(who, payload));
         handshake::nonce ns{};
         if (auto bad = handshake::check_challenge(h, payload.data(), secret, nc, static_cast<std::uint32_t>(rank), ns))
             throw refusal(*bad);
@@ -248,8 +271,7 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::connect_peer(int to) {
         out = frame_bytes(rh, proof.data());
         co_await asio::async_write(*s, asio::buffer(out), asio::use_awaitable);
         co_await read_frame(*s, h, payload, 0);
-        if (h.type == frame_type::abort)
-            throw refusal("refused by " + who + ": " + std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
+        if (h.type == frame_type::abort) throw refusal(aborted_by(who, payload));
         if (h.type != frame_type::accept) throw refusal("expected accept from " + who + ", got " + std::string(name_of(h.type)));
         guard.timer->cancel();
         if (failing) co_return;

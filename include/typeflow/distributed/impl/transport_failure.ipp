@@ -60,6 +60,9 @@ TYPEFLOW_DIST_DECL void transport_impl::fail(const std::string& reason) {
             p->wmu.unlock();
         }
     }
+    for (auto& c : handshaking)
+        if (auto s = c->s.lock(); s && !c->done && !c->writing && s->is_open())
+            raw_send(*s, abort_bytes.data(), abort_bytes.size());
     if (!wait_for_writes) return finalize_failure();
     fail_timer.expires_after(std::chrono::milliseconds(200));
     fail_timer.async_wait([this](const error_code&) { finalize_failure(); });

@@ -166,6 +166,15 @@ struct transport_impl {
     std::vector<std::string> addresses;
     std::vector<std::string> names;
     std::vector<std::unique_ptr<peer_state>> peers; // by rank; own slot unused
+    /// A connection serve_handshake has taken a hello from and not yet
+    /// attached or refused: fail() tells it why too, so a task still joining
+    /// learns what stopped the chief (I/O thread only).
+    struct handshake_conn {
+        std::weak_ptr<tcp::socket> s;
+        bool writing = false; // a handshake frame is being written: no abort now
+        bool done = false;    // attached, refused or gone
+    };
+    std::vector<std::shared_ptr<handshake_conn>> handshaking;
     std::unique_ptr<tcp::acceptor> acceptor;
     asio::steady_timer ticker{io};
     asio::steady_timer epoch_event{io};
@@ -281,6 +290,7 @@ struct transport_impl {
     static std::string endpoint_string(const tcp::socket& s);
     asio::awaitable<void> serve_handshake(std::shared_ptr<tcp::socket> s);
     asio::awaitable<void> connect_peer(int to);
+    static std::string aborted_by(const std::string& who, const std::vector<std::byte>& payload);
     void attach(int r, std::shared_ptr<tcp::socket> s);
     void send_control(peer_state& p, const control_msg& m);
     void on_control(peer_state& p, const std::vector<std::byte>& payload);
