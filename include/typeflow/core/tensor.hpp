@@ -39,9 +39,14 @@ inline constexpr std::size_t tensor_alignment = 64;
 constexpr std::size_t buffer_alignment(std::size_t bytes) noexcept {
     return bytes >= std::size_t{64} << 10 ? std::size_t{4096} : tensor_alignment;
 }
-/// A block of `bytes` bytes (at least one), aligned by buffer_alignment.
+/// A block of `bytes` bytes (at least one), aligned by buffer_alignment;
+/// throws std::bad_alloc when there is none. (Through the nothrow form:
+/// the sanitizers' runtimes, with allocator_may_return_null, return null
+/// from it instead of ending the process as their throwing form does.)
 inline void* allocate_buffer(std::size_t bytes) {
-    return ::operator new(bytes, std::align_val_t{buffer_alignment(bytes)});
+    void* p = ::operator new(bytes, std::align_val_t{buffer_alignment(bytes)}, std::nothrow);
+    if (!p) throw std::bad_alloc();
+    return p;
 }
 /// Frees a block of allocate_buffer(bytes).
 inline void free_buffer(void* p, std::size_t bytes) noexcept {
