@@ -222,6 +222,22 @@ std::vector<std::byte> header_bytes(const frame_header& h) {
     return {a.begin(), a.end()};
 }
 
+/// Connects `s` to the task at `port` as `rank`: sends a hello with a fresh
+/// nonce and reads the challenge (header, server nonce, server proof).
+handshake::nonce hello_and_challenge(tcp::socket& s, unsigned short port, std::uint32_t rank,
+                                     std::array<std::byte, 48 + 64>& challenge) {
+    s.connect({asio::ip::make_address("127.0.0.1"), port});
+    auto nc = handshake::make_nonce();
+    frame_header hh;
+    hh.type = frame_type::hello;
+    hh.seq = rank;
+    hh.length = 32;
+    auto hb = encode_header(hh);
+    asio::write(s, std::array{asio::buffer(hb), asio::buffer(nc)});
+    asio::read(s, asio::buffer(challenge));
+    return nc;
+}
+
 std::vector<std::byte> hello(std::uint32_t rank) {
     frame_header h;
     h.type = frame_type::hello;
@@ -266,16 +282,8 @@ TEST_CASE("bad input is refused with a logged reason while good peers are served
     { // A client that completes the protocol with the wrong secret.
         asio::io_context io;
         tcp::socket s(io);
-        s.connect({asio::ip::make_address("127.0.0.1"), port});
-        auto nc = handshake::make_nonce();
-        frame_header hh;
-        hh.type = frame_type::hello;
-        hh.seq = 1;
-        hh.length = 32;
-        auto hb = encode_header(hh);
-        asio::write(s, std::array{asio::buffer(hb), asio::buffer(nc)});
         std::array<std::byte, 48 + 64> ch;
-        asio::read(s, asio::buffer(ch));
+        const auto nc = hello_and_challenge(s, port, 1, ch);
         handshake::nonce ns;
         std::memcpy(ns.data(), ch.data() + 48, 32);
         auto proof = handshake::client_proof("not-the-secret", ns, nc, 1);
@@ -322,16 +330,8 @@ TEST_CASE("a task still in its handshake is told why the chief failed, and names
         std::this_thread::sleep_for(100ms); // the chief is listening
         asio::io_context io;
         tcp::socket s(io);
-        s.connect({asio::ip::make_address("127.0.0.1"), port});
-        auto nc = handshake::make_nonce();
-        frame_header hh;
-        hh.type = frame_type::hello;
-        hh.seq = 2;
-        hh.length = 32;
-        auto hb = encode_header(hh);
-        asio::write(s, std::array{asio::buffer(hb), asio::buffer(nc)});
         std::array<std::byte, 48 + 64> ch;
-        asio::read(s, asio::buffer(ch)); // the challenge; no response: the chief waits
+        hello_and_challenge(s, port, 2, ch); // no response: the chief waits
         std::array<std::byte, 48> next;
         asio::read(s, asio::buffer(next));
         auto parsed = parse_header(next.data(), 0);
