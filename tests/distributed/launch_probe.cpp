@@ -18,6 +18,18 @@
 namespace {
 volatile std::sig_atomic_t got_term = 0;
 void on_term(int) { got_term = 1; }
+// Waits for SIGTERM. The signal is blocked except inside sigsuspend, so one
+// that comes between the check and the wait is not lost (a bare pause()
+// there slept until the launcher's SIGKILL).
+void wait_for_term() {
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old);
+    std::signal(SIGTERM, on_term);
+    sigdelset(&old, SIGTERM);
+    while (!got_term) sigsuspend(&old);
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -51,16 +63,19 @@ int main(int argc, char** argv) {
             std::printf("failing now\n");
             return std::atoi(argv[3]);
         }
-        std::signal(SIGTERM, on_term);
-        while (!got_term) pause();
+        wait_for_term();
         std::printf("got SIGTERM\n");
         return 0;
     }
     if (mode == "sleep") {
-        std::signal(SIGTERM, on_term);
+        // blocked before "ready", so a SIGTERM right after it waits for sigsuspend
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(SIG_BLOCK, &term, nullptr);
         std::printf("ready\n");
         std::fflush(stdout);
-        while (!got_term) pause();
+        wait_for_term();
         std::printf("got SIGTERM\n");
         return 0;
     }
