@@ -607,10 +607,12 @@ TEST_CASE("the spin budget falls while the peer is slower than it and stays put 
 }
 
 TEST_CASE("a frame that comes while the caller spins is a hit and keeps the budget") {
-    // spin_wait 2 s: the frame, sent 1 ms after the wait starts, always comes
-    // while spinning, however loaded the machine.
+    // spin_wait 2 s: the frame, sent 50 ms after the receive is posted, comes
+    // while the caller spins. (With 1 ms, under ThreadSanitizer on a loaded
+    // machine, the caller once started its wait after the frame had landed:
+    // no spin, so no hit.)
     auto ts = start_all(tfd_test::local_specs(2, R"({"spin_wait_us": 2000000})"));
-    auto st = slow_sends(ts, 3, 1ms);
+    auto st = slow_sends(ts, 3, 50ms);
     CHECK(st.spin_hits >= 3);
     CHECK(st.spin_budget == 2000000us);
 }
