@@ -202,7 +202,6 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
         conn->done = true;
         attach(pr, s);
     } catch (const refusal& e) {
-        conn->done = true;
         log(log_level::warning, spec.task.name() + ": refused connection from " + from + ": " + e.what());
         if (said_hello && s->is_open() && !failing) {
             auto f = abort_frame(std::string("refused: ") + e.what());
