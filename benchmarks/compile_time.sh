@@ -53,8 +53,9 @@
 #      compile_debug src=<name> o2_mb=<MB> g_mb=<MB> o2g_mb=<MB> ratio_g=<g/o2> ratio_o2g=<o2g/o2>
 #    Goal (issue 23): a -g build within 2x the memory of its -O2 build. Sources:
 #    the examples in $DEBUG_EXAMPLES, and the residual chain at the depths in
-#    $DEBUG_DEPTHS written with auto steps (chain_auto_D), with tf::expr steps
-#    (chain_expr_D) and as tf::repeat (chain_repeat_D). SKIP_DEBUG=1 leaves it out.
+#    $DEBUG_DEPTHS written with auto steps (chain_auto_D), with tf::let steps
+#    (chain_let_D), with tf::expr steps (chain_expr_D) and as tf::repeat
+#    (chain_repeat_D). SKIP_DEBUG=1 leaves it out.
 #
 # Time is the compiler's CPU time (user + sys, as /usr/bin/time -v reports
 # it), which the load of other processes on a shared machine inflates far less
@@ -162,7 +163,11 @@ chain_steps() {  # chain_steps <depth> [decl]: the includes, main's leaves and t
     echo '    tf::placeholder<"h0", float, tf::shape<tf::dyn, 16>> h0;'
     echo '    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};'
     for ((k = 1; k <= d; k++)); do
-        echo "    $decl h$k = tf::tanh(h$((k - 1)) * w + h$((k - 1)));"
+        if [[ "$decl" == let ]]; then
+            echo "    auto h$k = tf::let([&] { return tf::tanh(h$((k - 1)) * w + h$((k - 1))); });"
+        else
+            echo "    $decl h$k = tf::tanh(h$((k - 1)) * w + h$((k - 1)));"
+        fi
     done
 }
 chain_run() {  # chain_run <depth>: the end of main: run h<depth> through a session, print its sum
@@ -231,13 +236,15 @@ debug_section() {
             for v in o2 g o2g; do SRC[dbg_chain_auto_${d}_$v]="$work/dbg_chain_auto_$d.cpp"; done
             names+=("dbg_chain_auto_$d")
         fi
+        gen_chain "$d" "$work/dbg_chain_let_$d.cpp" let
         gen_chain "$d" "$work/dbg_chain_expr_$d.cpp" "$expr_decl"
         gen_chain_repeat "$d" "$work/dbg_chain_repeat_$d.cpp"
         for v in o2 g o2g; do
+            SRC[dbg_chain_let_${d}_$v]="$work/dbg_chain_let_$d.cpp"
             SRC[dbg_chain_expr_${d}_$v]="$work/dbg_chain_expr_$d.cpp"
             SRC[dbg_chain_repeat_${d}_$v]="$work/dbg_chain_repeat_$d.cpp"
         done
-        names+=("dbg_chain_expr_$d" "dbg_chain_repeat_$d")
+        names+=("dbg_chain_let_$d" "dbg_chain_expr_$d" "dbg_chain_repeat_$d")
     done
     for n in "${names[@]}"; do
         XARGS[${n}_o2]="-c -DTYPEFLOW_HAVE_ZLIB"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <typeflow/typeflow.hpp>
@@ -387,4 +388,98 @@ TEST_CASE("expr: integer dtypes, and the graph as DOT", "[expr]") {
     for (tf::index_t k = 0; k < 3; ++k) CHECK(r[k] == 3 * ib[k]);
     const std::string dot = tf::to_dot(y);
     CHECK(dot.find("expr\\nint32 [3] @cpu") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// tf::let and tf::identity
+// ---------------------------------------------------------------------------
+
+TEST_CASE("let: a residual chain of let steps matches the naive loop and the auto-typed chain", "[let]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::uniform{-0.5, 0.5}};
+    auto h1 = tf::let([&] { return tf::tanh(x * w + x); });
+    auto h2 = tf::let([&] { return tf::tanh(h1 * w + h1); });
+    auto h3 = tf::let([&] { return tf::tanh(h2 * w + h2); });
+    auto h4 = tf::tanh(h3 * w + h3);  // let and auto steps mix
+    auto a1 = tf::tanh(x * w + x);
+    auto a2 = tf::tanh(a1 * w + a1);
+    auto a3 = tf::tanh(a2 * w + a2);
+    auto a4 = tf::tanh(a3 * w + a3);
+    static_assert(std::is_same_v<tf::value_type_t<decltype(h3)>, float>);
+    static_assert(std::is_same_v<tf::shape_t<decltype(h3)>, row16>);
+    // the step's nodes are one node each: h2's graph is x, w, and three nodes per step
+    static_assert(tf::graph::graph_of<decltype(h2)>::size == 2 + 4 * 2);
+    const tf::tensor<float> xb = input(5, 0.05f);
+    tf::session s;
+    const auto [v4, r4] = s.run(tf::fetch(h4, a4), tf::feed(x, xb));
+    const std::vector<double> ref = chain_reference(xb, w.value(), 4);
+    REQUIRE(v4.dims() == tf::dims{5, 16});
+    for (tf::index_t i = 0; i < v4.size(); ++i) {
+        CHECK(v4[i] == Approx(ref[static_cast<std::size_t>(i)]).margin(1e-5));
+        CHECK(v4[i] == r4[i]);  // the same kernels, in the same order
+    }
+    // a step the session reaches twice (h2 from h3 and from the fetch) runs once
+    const auto [v2, v3] = s.run(tf::fetch(h2, h3), tf::feed(x, xb));
+    const std::vector<double> ref2 = chain_reference(xb, w.value(), 2), ref3 = chain_reference(xb, w.value(), 3);
+    for (tf::index_t i = 0; i < v2.size(); ++i) {
+        CHECK(v2[i] == Approx(ref2[static_cast<std::size_t>(i)]).margin(1e-5));
+        CHECK(v3[i] == Approx(ref3[static_cast<std::size_t>(i)]).margin(1e-5));
+    }
+}
+
+TEST_CASE("let: gradients through let steps match finite differences and the auto-typed graph", "[let][grad]") {
+    tf::variable<"W", double, tf::shape<4, 4>> W{tf::init::uniform{-0.6, 0.6}};
+    tf::variable<"b", double, tf::shape<4>> b{tf::init::uniform{-0.3, 0.3}};
+    tf::variable<"w", double, tf::shape<4>> w{tf::init::uniform{0.5, 1.0}};
+    tf::tensor<double> xv({3, 4});
+    for (tf::index_t i = 0; i < xv.size(); ++i) xv[i] = 0.1 * static_cast<double>((i * 7) % 11) - 0.5;
+    const auto x = tf::constant<tf::shape<3, 4>>(xv);
+    auto h1 = tf::let([&] { return tf::tanh(tf::matmul(x, W) + b) * w + x; });
+    auto h2 = tf::let([&] { return tf::tanh(tf::matmul(h1, W) + b) * w + h1; });
+    auto h3 = tf::let([&] { return tf::tanh(tf::matmul(h2, W) + b) * w + h2; });
+    const auto e = tftest::check_gradients(tf::sum(tf::square(h3)), W, b, w);
+    INFO(e.where);
+    CHECK(e.worst <= 1e-6);
+    // with respect to a let step itself, against the same graph built with auto
+    auto a1 = tf::tanh(tf::matmul(x, W) + b) * w + x;
+    auto a2 = tf::tanh(tf::matmul(a1, W) + b) * w + a1;
+    auto a3 = tf::tanh(tf::matmul(a2, W) + b) * w + a2;
+    auto [g1, gw] = tf::grad(tf::sum(tf::square(h3)), h1, w);
+    auto [r1, rw] = tf::grad(tf::sum(tf::square(a3)), a1, w);
+    tf::session s;
+    const auto [vg1, vgw, vr1, vrw] = s.run(tf::fetch(g1, gw, r1, rw));
+    REQUIRE(vg1.dims() == tf::dims{3, 4});
+    for (tf::index_t i = 0; i < vg1.size(); ++i) CHECK(vg1[i] == Approx(vr1[i]).epsilon(1e-12));
+    for (tf::index_t i = 0; i < vgw.size(); ++i) CHECK(vgw[i] == Approx(vrw[i]).epsilon(1e-12));
+}
+
+TEST_CASE("let: a let step hidden in a tf::expr, trained by an optimizer, and tf::identity", "[let][train]") {
+    tf::placeholder<"x", float, row16> x;
+    tf::variable<"w", float, tf::shape<16>> w{tf::init::constant{0.25}};
+    auto h1 = tf::let([&] { return tf::tanh(x * w + x); });
+    E e = tf::let([&] { return tf::tanh(h1 * w + h1); });
+    const tf::tensor<float> xb = input(3, 0.05f);
+    tf::session s;
+    const auto [ve] = s.run(tf::fetch(e + 0.0f), tf::feed(x, xb));
+    const std::vector<double> ref = chain_reference(xb, w.value(), 2);
+    for (tf::index_t i = 0; i < ve.size(); ++i) CHECK(ve[i] == Approx(ref[static_cast<std::size_t>(i)]).margin(1e-5));
+    // an optimizer steps through a let: one SGD step against the hand-computed update
+    tf::variable<"v", double, tf::shape<3>> v{tf::init::constant{1.0}};
+    auto loss = tf::let([&] { return tf::sum(tf::square(v * 2.0 - 1.0)); });
+    auto step = tf::train::sgd(0.1).minimize(loss, v);
+    s.run(step);
+    for (tf::index_t i = 0; i < 3; ++i) CHECK(v.value()[i] == Approx(1.0 - 0.1 * 4.0 * (2.0 - 1.0)).epsilon(1e-12));
+    // identity: the value, of any dtype, as a node of its own
+    tf::placeholder<"k", std::int32_t, tf::shape<tf::dyn>> k;
+    tf::tensor<std::int32_t> kb({4});
+    for (tf::index_t i = 0; i < 4; ++i) kb[i] = static_cast<std::int32_t>(3 * i - 5);
+    const auto [vk, vl] = s.run(tf::fetch(tf::identity(k * 2), tf::identity(tf::let([&] { return k; }))), tf::feed(k, kb));
+    for (tf::index_t i = 0; i < 4; ++i) {
+        CHECK(vk[i] == 2 * kb[i]);
+        CHECK(vl[i] == kb[i]);
+    }
+    static_assert(std::is_same_v<tf::value_type_t<decltype(tf::identity(k))>, std::int32_t>);
+    auto gx = tf::grad(tf::sum(tf::identity(x) * 3.0f), x);
+    const auto [vgx] = s.run(tf::fetch(gx), tf::feed(x, xb));
+    for (tf::index_t i = 0; i < vgx.size(); ++i) CHECK(vgx[i] == 3.0f);
 }

@@ -19,6 +19,7 @@
 #include <typeflow/expr/gradient.hpp>
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/let.hpp>
 #include <typeflow/expr/node.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
 #include <typeflow/expr/ops/array.hpp>

@@ -99,6 +99,16 @@ int main() {
     auto [l] = s.run(tf::fetch(loss * 2.0f), tf::feed(x, xb));
     (void)l;
 #endif
+#ifdef TF_FAIL_let_misuse  // a misuse inside a tf::let step stays one short error when the step is used
+    auto h1 = tf::let([&] { return x + tf::relu(tf::matmul(x, W0) + b0); });
+    auto h2 = tf::let([&] { return h1 + tf::relu(tf::matmul(h1, Wbad) + b1); });  // [?,16] x [8,10]
+    auto [l] = s.run(tf::fetch(tf::mean(tf::square(h2))), tf::feed(x, xb));
+    (void)l;
+#endif
+#ifdef TF_FAIL_let_not_expression  // tf::let of a lambda that returns no graph expression
+    auto bad = tf::let([] { return 2.0f; });
+    (void)bad;
+#endif
 #ifdef TF_FAIL_residual_grad  // the same misuse inside the cost given to tf::grad, then run
     auto [dW0, dW9] = tf::grad(tf::mean(tf::square(tf::matmul(residual10(x), Wbad) - y)), W0, W9);
     auto [g0, g9] = s.run(tf::fetch(dW0, dW9), tf::feed(x, xb), tf::feed(y, yb));

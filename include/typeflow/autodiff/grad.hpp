@@ -17,6 +17,7 @@
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
+#include <typeflow/expr/let.hpp>
 #include <typeflow/expr/ops/control.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
 #include <typeflow/expr/ops/logical.hpp>

@@ -274,6 +274,10 @@ private:
     detail::node_handle h_;  // the only member: a child slot holding a node is destroyed as a handle
 };
 
+/// The node tf::let makes (expr/let.hpp).
+template <class F>
+class let_node;
+
 namespace detail {
 template <class T>
 inline constexpr bool is_node_v = false;

@@ -97,17 +97,18 @@ template <class G, std::size_t Off, std::size_t I, class N, bool Operand = is_op
 struct canonical_at {  // an operand: its slot
     using type = operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>;
 };
-// the fused part below node I (I itself is not an operand here)
+// the fused part below node I (I itself is not an operand here). No static
+// data members: GCC writes the debug information of a class with one, and
+// this class's name spells the whole graph (G), once per region.
 template <class G, std::size_t Off, std::size_t I, class N>
 struct canonical_region {
-    static constexpr std::size_t control = N::control_inputs;
-    static constexpr std::size_t first = G::first_edge[I] + control;
     template <std::size_t... J>
     static auto make(std::index_sequence<J...>)
         -> canonical_node<typename N::op,
-                          typename canonical_at<G, Off + operands_below(tables_of<G>, I, J), G::edges[first + J].child,
-                                                meta::list_at_t<control + J, typename N::children_list>>::type...>;
-    using type = decltype(make(std::make_index_sequence<N::children_list::size - control>{}));
+                          typename canonical_at<G, Off + operands_below(tables_of<G>, I, J),
+                                                G::edges[G::first_edge[I] + N::control_inputs + J].child,
+                                                meta::list_at_t<N::control_inputs + J, typename N::children_list>>::type...>;
+    using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
 };
 template <class G, std::size_t Off, std::size_t I, class N>
 struct canonical_at<G, Off, I, N, false> : canonical_region<G, Off, I, N> {};

@@ -197,11 +197,18 @@ template <class L>
 struct has_slot_leaf;
 template <class... Ts>
 struct has_slot_leaf<meta::list<Ts...>> : std::bool_constant<(slot_leaf_v<Ts> || ...)> {};
+// tf::let nodes keep their short names only as they are: an expression with
+// one is hidden as it is, not as a normal form spelling each step's graph.
+template <class L>
+struct has_let;
+template <class... Ts>
+struct has_let<meta::list<Ts...>> : std::bool_constant<(typeflow::detail::is_let_v<Ts> || ...)> {};
 
 template <class E>
 struct normal_form {
     using G = graph::graph_of<E>;
-    static constexpr bool applies = !has_assign<typename G::nodes>::value && has_slot_leaf<typename G::nodes>::value;
+    static constexpr bool applies = !has_assign<typename G::nodes>::value &&
+                                    !has_let<typename G::nodes>::value && has_slot_leaf<typename G::nodes>::value;
     using type = typename normal_node<typename G::nodes, E>::type;
     static type make(const E& e) {
         return type(typeflow::detail::adopt_state_tag{},

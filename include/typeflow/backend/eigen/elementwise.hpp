@@ -11,6 +11,7 @@
 #include <typeflow/expr/ops/compare.hpp>
 #include <typeflow/expr/ops/control.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
+#include <typeflow/expr/let.hpp>
 #include <typeflow/expr/ops/logical.hpp>
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/where.hpp>
@@ -70,6 +71,7 @@ TYPEFLOW_EIGEN_UNARY(logical_not, a == false)
 TYPEFLOW_EIGEN_BINARY(broadcast_like, ((void)b, a))
 TYPEFLOW_EIGEN_UNARY(stop_gradient, a)
 TYPEFLOW_EIGEN_UNARY(after, a)
+TYPEFLOW_EIGEN_UNARY(identity, a)
 #undef TYPEFLOW_EIGEN_UNARY
 #undef TYPEFLOW_EIGEN_BINARY
 

@@ -1,0 +1,99 @@
+// typeflow/expr/let.hpp — tf::identity, and tf::let: a step of a graph whose
+// type is named by the lambda that builds it, not by the graph below it.
+#pragma once
+#include <concepts>
+#include <string_view>
+#include <type_traits>
+
+#include <typeflow/expr/elementwise.hpp>
+#include <typeflow/expr/gradient.hpp>
+#include <typeflow/expr/node.hpp>
+
+namespace typeflow {
+namespace op {
+/// node<identity, X>: the value of X.
+struct identity {
+    static constexpr op_kind kind = op_kind::elementwise;
+    static constexpr std::string_view name = "identity";
+    template <class X>
+    struct traits {
+        using value_type = value_type_t<X>;
+        using shape_type = shape_t<X>;
+        using device = device_t<X>;
+    };
+    template <class X>
+    TYPEFLOW_HOST_DEVICE static constexpr X apply(X x) { return x; }
+};
+}  // namespace op
+
+/// The value of x, as a node of its own (TensorFlow's tf.identity).
+template <operand X>
+decltype(auto) identity(const X& x) {
+    return make_node<op::identity>(x);
+}
+
+/// identity: the adjoint passes through.
+template <>
+struct gradient<op::identity> {
+    template <std::size_t I, class N, class G>
+    static auto vjp(const N&, const G& g) {
+        return g;
+    }
+};
+
+namespace detail {
+template <class F>
+using let_value_t = std::remove_cvref_t<std::invoke_result_t<F&>>;
+}  // namespace detail
+
+/// The node tf::let makes: the identity of the expression F returns, with F
+/// (a lambda's closure type) as its only template argument. Its type does not
+/// spell the graph below it, so the names the compiler writes for graphs
+/// built of such steps (debug information, diagnostics) grow with the number
+/// of steps, not with the number of paths through them.
+template <class F>
+class let_node : public node<op::identity, detail::let_value_t<F>> {
+public:
+    using value_expression = detail::let_value_t<F>;
+    explicit let_node(const value_expression& x) : node<op::identity, value_expression>(detail::children_tag{}, x) {}
+};
+
+namespace detail {
+template <class F>
+struct child_ops<let_node<F>> {
+    using type = node_child_ops;
+};
+template <class F>
+struct is_pure<let_node<F>> : is_pure<let_value_t<F>> {};
+template <class T>
+inline constexpr bool is_let_v = false;
+template <class F>
+inline constexpr bool is_let_v<let_node<F>> = true;
+}  // namespace detail
+
+/// The expression `step()` returns, as one node whose type is named by the
+/// lambda `step`:
+///
+///     auto h1 = tf::let([&] { return tf::tanh(h0 * w + h0); });
+///
+/// A graph built with `auto` spells every node below a step in the step's
+/// type, so a step that reads its input twice (a residual connection) doubles
+/// the length of every later type's name: a Debug build (`-g`) of 20 such
+/// steps needs gigabytes of compiler memory. Wrapped in tf::let, each step's
+/// name is `let_node<f()::<lambda()>>`, however deep the graph. Write the
+/// lambda in a function that is not a template (the closure's name includes
+/// the enclosing function's template arguments). The node is an element-wise
+/// identity: it fuses with the step below it, and tf::grad passes through it.
+template <class F>
+    requires std::invocable<F&>
+decltype(auto) let(F step) {
+    using R = std::invoke_result_t<F&>;
+    if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) {
+        return step();  // a misuse inside the step stays one error
+    } else {
+        static_assert(expression<R>, "typeflow: let: the lambda must return a graph expression");
+        if constexpr (expression<R>) return let_node<F>(step());
+    }
+}
+
+}  // namespace typeflow
