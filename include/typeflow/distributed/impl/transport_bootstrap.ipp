@@ -142,10 +142,7 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::serve_handshake(std::sh
     std::size_t stage = 0;
     auto conn = std::make_shared<handshake_conn>();
     conn->s = s;
-    struct mark_done {  // on every way out, including the frame's destruction
-        std::shared_ptr<handshake_conn> c;
-        ~mark_done() { c->done = true; }
-    } done_on_exit{conn};
+    mark_done done_on_exit{conn};  // on every way out, including the frame's destruction
     try {
         frame_header h;
         std::vector<std::byte> payload;

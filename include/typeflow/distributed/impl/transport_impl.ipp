@@ -174,6 +174,14 @@ struct transport_impl {
         bool writing = false; // a handshake frame is being written: no abort now
         bool done = false;    // attached, refused or gone
     };
+    // Marks a handshake_conn done on every way out of serve_handshake,
+    // including the coroutine frame's destruction (a class of its own: a
+    // local class in a coroutine's frame has no linkage, and GCC warns of it
+    // in -Wsubobject-linkage when the coroutine is compiled separately).
+    struct mark_done {
+        std::shared_ptr<handshake_conn> c;
+        ~mark_done() { c->done = true; }
+    };
     std::vector<std::shared_ptr<handshake_conn>> handshaking;
     std::unique_ptr<tcp::acceptor> acceptor;
     asio::steady_timer ticker{io};
