@@ -72,6 +72,20 @@ foreach(_m kill stop mismatch loop)
   set_tests_properties(dist.fault.${_m} PROPERTIES TIMEOUT 200 LABELS dist)
 endforeach()
 
+# Mirrored data parallelism of typeflow graphs (distributed/mirrored.hpp):
+# 1, 2 and 4 tasks on a global batch of 24 rows, 3 tasks on 25 (uneven shards).
+add_executable(dist_mirrored_test ${_td}/mirrored_test.cpp)
+target_link_libraries(dist_mirrored_test PRIVATE typeflow_dist)
+foreach(_n 1 2 3 4)
+  set(_batch 24)
+  if(_n EQUAL 3)
+    set(_batch 25)
+  endif()
+  add_test(NAME dist.mirrored.np${_n}
+           COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_mirrored_test> ${_batch} 20)
+  set_tests_properties(dist.mirrored.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
+
 # The README's distributed example: data-parallel least squares on 4 tasks.
 add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp)
 target_link_libraries(dist_least_squares PRIVATE typeflow_dist)

@@ -1,19 +1,21 @@
-// Data-parallel training with the distributed runtime: every task holds a
-// shard of 64 noisy points around y = 3x - 1, the gradients of the mean
-// squared error are summed across tasks with all_reduce, and every task
-// applies the same update. All tasks end with the same weights, bit for bit,
-// and those are the least-squares line of all 64 points (no shard alone has
-// that line). Run it with the launcher:
+// Data-parallel training of a typeflow graph with the distributed runtime:
+// every task holds a shard of 64 noisy points around y = 3x - 1, the mirrored
+// strategy averages the tasks' gradients of the mean squared error with
+// all_reduce, and every task applies the same update. All tasks end with the
+// same weights, bit for bit, and those are the least-squares line of all 64
+// points (no shard alone has that line). Run it with the launcher:
 //   build/typeflow-launch -n 4 build/dist_least_squares
 // Exits 1 if the weights miss the closed-form fit or the tasks disagree.
 // readme-begin
 #include <typeflow/dist.hpp>
+#include <typeflow/typeflow.hpp>
+#include <typeflow/distributed/mirrored.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <span>
-#include <vector>
 
+namespace tf = typeflow;
 namespace tfd = typeflow::dist;
 
 int main() {
@@ -25,24 +27,27 @@ int main() {
     const int points = 64;
     auto x_of = [](int i) { return static_cast<float>(i) / 64; };
     auto y_of = [&](int i) { return 3 * x_of(i) - 1 + 0.25f * std::sin(1.7f * static_cast<float>(i)); };
-    std::vector<float> xs, ys;
-    for (int i = rank; i < points; i += tasks) {
-        xs.push_back(x_of(i));
-        ys.push_back(y_of(i));
+    const tf::index_t mine = (points - rank + tasks - 1) / tasks;
+    tf::tensor<float> xs({mine}), ys({mine});
+    for (int i = rank, k = 0; i < points; i += tasks, ++k) {
+        xs[k] = x_of(i);
+        ys[k] = y_of(i);
     }
 
-    float w[2] = {0, 0}; // slope and intercept, the same on every task
-    for (int step = 0; step < 600; ++step) {
-        float grad[2] = {0, 0}; // this shard's part of the gradient
-        for (std::size_t i = 0; i < xs.size(); ++i) {
-            const float err = w[0] * xs[i] + w[1] - ys[i];
-            grad[0] += 2 * err * xs[i] / points;
-            grad[1] += 2 * err / points;
-        }
-        comm.all_reduce(std::span<float>(grad), tfd::reduce_op::sum); // the whole data set's gradient
-        w[0] -= 0.5f * grad[0];
-        w[1] -= 0.5f * grad[1];
-    }
+    // The model and its loss on this task's points.
+    tf::placeholder<"x", float, tf::shape<tf::dyn>> x;
+    tf::placeholder<"y", float, tf::shape<tf::dyn>> y;
+    tf::variable<"slope", float, tf::shape<>> a;
+    tf::variable<"intercept", float, tf::shape<>> b;
+    auto loss = tf::mean(tf::square(x * a + b - y));
+
+    // Each step averages the tasks' gradients with all_reduce, weighted by
+    // their points, and applies the same update everywhere.
+    auto step = tfd::mirrored(comm, tf::train::sgd(0.5f)).minimize(loss);
+    step.broadcast_variables();  // start from the chief's values
+    tf::session s;
+    for (int k = 0; k < 600; ++k) step.run(s, tf::feed(x, xs), tf::feed(y, ys));
+    const float w[2] = {a.value().item(), b.value().item()};
 
     // The reference: the closed-form least-squares line of all points.
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
