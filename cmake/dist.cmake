@@ -163,6 +163,11 @@ foreach(_b typeflow tcp_ring)
   target_link_libraries(bench_dist_${_b} PRIVATE typeflow_dist)
   target_compile_options(bench_dist_${_b} PRIVATE -O2)
 endforeach()
+# The mirrored strategy's data-parallel MLP step against its compute and one
+# all-reduce of its gradients.
+add_executable(bench_dist_mirrored ${_bd}/bench_mirrored.cpp)
+target_link_libraries(bench_dist_mirrored PRIVATE typeflow_dist)
+target_compile_options(bench_dist_mirrored PRIVATE -O2)
 # The machine's own tail-latency floor (no networking, no typeflow code).
 add_executable(bench_dist_floor ${_bd}/bench_floor.cpp)
 target_compile_features(bench_dist_floor PRIVATE cxx_std_20)
