@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -346,4 +349,98 @@ TEST_CASE("addresses are normalised: one endpoint spelled two ways is one addres
     }
     // The address is kept as written (the transport resolves it).
     CHECK(cluster_spec::parse(spec(R"("worker": ["127.0.0.1:05000"])")).worker[0] == "127.0.0.1:05000");
+}
+
+// ---------------------------------------------------------------------------
+// Tasks started by Slurm's srun: recorded environments
+// ---------------------------------------------------------------------------
+namespace {
+using env_map = std::map<std::string, std::string>;
+cluster_spec slurm(const env_map& m) {
+    return cluster_spec::from_slurm([&](const char* k) -> const char* {
+        const auto it = m.find(k);
+        return it == m.end() ? nullptr : it->second.c_str();
+    });
+}
+std::string slurm_error(const env_map& m) {
+    try {
+        slurm(m);
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("Slurm node lists and task counts expand as Slurm writes them") {
+    CHECK(expand_slurm_nodelist("node[01-04,07]") ==
+          std::vector<std::string>{"node01", "node02", "node03", "node04", "node07"});
+    CHECK(expand_slurm_nodelist("gpu3,cpu[9-11],login") ==
+          std::vector<std::string>{"gpu3", "cpu9", "cpu10", "cpu11", "login"});
+    CHECK(expand_slurm_nodelist("rack[1-2]-n[08-09]") ==
+          std::vector<std::string>{"rack1-n08", "rack1-n09", "rack2-n08", "rack2-n09"});
+    CHECK(expand_slurm_nodelist("c[098-101]") == std::vector<std::string>{"c098", "c099", "c100", "c101"});
+    CHECK(expand_slurm_tasks_per_node("2(x3),1") == std::vector<int>{2, 2, 2, 1});
+    CHECK(expand_slurm_tasks_per_node("4") == std::vector<int>{4});
+    for (const char* bad : {"", "node[01-", "node01]", "node[4-2]", "node[a-b]", "n[[1]]", "[1-2]", "node[1-99999999]", "a,,b"}) {
+        INFO(bad);
+        if (std::string(bad) == "a,,b") {
+            CHECK_THROWS_WITH(expand_slurm_nodelist(bad), Contains("empty host name"));
+            continue;
+        }
+        CHECK_THROWS_AS(expand_slurm_nodelist(bad), error);
+    }
+    for (const char* bad : {"", "2(x", "2(x0)", "x", "2,", "-1"}) {
+        INFO(bad);
+        CHECK_THROWS_WITH(expand_slurm_tasks_per_node(bad), Contains("SLURM tasks per node"));
+    }
+}
+
+TEST_CASE("a task started by srun gets the cluster from the Slurm environment") {
+    // srun -N 3 -n 5 on node[07-08],gpu1: 2, 2, 1 tasks, block placement (the default)
+    env_map e{{"SLURM_PROCID", "3"},
+              {"SLURM_NTASKS", "5"},
+              {"SLURM_JOB_NODELIST", "node[07-08],gpu1"},
+              {"SLURM_TASKS_PER_NODE", "2(x2),1"},
+              {"TYPEFLOW_PORT", "6000"}};
+    cluster_spec s = slurm(e);
+    CHECK(s.worker == std::vector<std::string>{"node07:6000", "node07:6001", "node08:6000", "node08:6001", "gpu1:6000"});
+    CHECK(s.chief.empty());
+    CHECK(s.rank() == 3);
+    CHECK(s.task == task_id{role::worker, 3});
+    // the step's own list wins over the job's; cyclic placement deals ranks out host by host
+    e["SLURM_STEP_NODELIST"] = "node[07-08],gpu1";
+    e["SLURM_STEP_TASKS_PER_NODE"] = "2(x2),1";
+    e["SLURM_DISTRIBUTION"] = "cyclic:block";
+    e["SLURM_JOB_NODELIST"] = "ignored[1-9]";
+    s = slurm(e);
+    CHECK(s.worker == std::vector<std::string>{"node07:6000", "node08:6000", "gpu1:6000", "node07:6001", "node08:6001"});
+    // the default port, and one task
+    s = slurm({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_NODELIST", "n1"}, {"SLURM_TASKS_PER_NODE", "1"}});
+    CHECK(s.worker == std::vector<std::string>{"n1:29500"});
+}
+
+TEST_CASE("a Slurm environment that is missing or inconsistent is an error naming the variable") {
+    const env_map ok{{"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "4"},
+                     {"SLURM_JOB_NODELIST", "node[1-2]"},
+                     {"SLURM_TASKS_PER_NODE", "2(x2)"}};
+    CHECK_NOTHROW(slurm(ok));
+    auto with = [&](const char* k, const char* v) {
+        env_map m = ok;
+        if (v) m[k] = v;
+        else m.erase(k);
+        return slurm_error(m);
+    };
+    CHECK_THAT(with("SLURM_NTASKS", nullptr), Contains("SLURM_NTASKS is not set"));
+    CHECK_THAT(with("SLURM_PROCID", "four"), Contains("SLURM_PROCID is \"four\""));
+    CHECK_THAT(with("SLURM_PROCID", "4"), Contains("SLURM_PROCID 4 is not below SLURM_NTASKS 4"));
+    CHECK_THAT(with("SLURM_JOB_NODELIST", nullptr), Contains("SLURM_JOB_NODELIST is not set"));
+    CHECK_THAT(with("SLURM_TASKS_PER_NODE", "2(x3)"), Contains("gives 3 hosts, SLURM_JOB_NODELIST \"node[1-2]\" 2"));
+    CHECK_THAT(with("SLURM_TASKS_PER_NODE", "3,2"), Contains("places 5 tasks, SLURM_NTASKS is 4"));
+    CHECK_THAT(with("SLURM_DISTRIBUTION", "plane=2"), Contains("only block and cyclic"));
+    CHECK_THAT(with("TYPEFLOW_PORT", "0"), Contains("TYPEFLOW_PORT is \"0\""));
+    CHECK_THAT(with("TYPEFLOW_PORT", "65535"), Contains("past port 65535"));
+    // one host listed twice puts two tasks on one endpoint: the spec's own check refuses it
+    CHECK_THAT(with("SLURM_JOB_NODELIST", "node[1,1]"), Contains("Slurm environment"));
 }

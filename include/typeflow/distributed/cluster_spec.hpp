@@ -6,6 +6,7 @@
 #include <typeflow/distributed/error.hpp>
 #include <typeflow/distributed/options.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,12 +66,29 @@ struct cluster_spec {
     static cluster_spec parse(std::string_view json, std::string_view origin = "cluster spec");
     /// Reads and parses a file.
     static cluster_spec from_file(const std::string& path);
-    /// Reads TYPEFLOW_CONFIG (JSON), or the file named by TYPEFLOW_CONFIG_FILE.
+    /// Reads TYPEFLOW_CONFIG (JSON), or the file named by TYPEFLOW_CONFIG_FILE;
+    /// without either, in a task started by Slurm's srun (SLURM_PROCID set),
+    /// the Slurm environment (from_slurm).
     static cluster_spec from_env();
+    /// The spec of a task started by Slurm's srun, from the variables `env`
+    /// returns (nullptr for unset ones): every task is a worker, rank
+    /// SLURM_PROCID of SLURM_NTASKS; the hosts are SLURM_STEP_NODELIST (or
+    /// SLURM_JOB_NODELIST) with SLURM_STEP_TASKS_PER_NODE (or
+    /// SLURM_TASKS_PER_NODE) tasks each, placed by SLURM_DISTRIBUTION (block,
+    /// the default, or cyclic); the k-th task on a host listens on port
+    /// TYPEFLOW_PORT + k (default 29500 + k). Throws `error` naming the
+    /// variable for anything missing, malformed or inconsistent.
+    static cluster_spec from_slurm(const std::function<const char*(const char*)>& env);
     /// Serialises back to JSON (without the secret).
     std::string to_json() const;
 };
 
+/// The hosts of a Slurm node list: "node[01-04,07],gpu3" is node01, node02,
+/// node03, node04, node07, gpu3 (zero padding kept; several bracket groups in
+/// one name expand to every combination). Throws `error` for malformed lists.
+std::vector<std::string> expand_slurm_nodelist(std::string_view list);
+/// The task counts of SLURM_TASKS_PER_NODE: "2(x3),1" is 2, 2, 2, 1.
+std::vector<int> expand_slurm_tasks_per_node(std::string_view counts);
 /// Splits "host:port" or "[v6]:port" (the port in decimal, leading zeros
 /// allowed); throws `error` with `what` in the message.
 std::pair<std::string, unsigned short> split_address(std::string_view address, std::string_view what);

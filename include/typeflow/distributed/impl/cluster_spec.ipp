@@ -462,7 +462,171 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_file(const std::string& path)
 TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_env() {
     if (const char* s = std::getenv("TYPEFLOW_CONFIG"); s && *s) return parse(s, "TYPEFLOW_CONFIG");
     if (const char* f = std::getenv("TYPEFLOW_CONFIG_FILE"); f && *f) return from_file(f);
-    throw error("no cluster spec: set TYPEFLOW_CONFIG (JSON) or TYPEFLOW_CONFIG_FILE (path)");
+    if (const char* r = std::getenv("SLURM_PROCID"); r && *r) return from_slurm([](const char* k) { return std::getenv(k); });
+    throw error("no cluster spec: set TYPEFLOW_CONFIG (JSON) or TYPEFLOW_CONFIG_FILE (path), or start the tasks "
+                "with Slurm's srun");
+}
+
+namespace detail {
+// A non-negative decimal integer spelled entirely by `s`, at most `max`; -1 otherwise.
+TYPEFLOW_DIST_DECL long long parse_count(std::string_view s, long long max) {
+    if (s.empty() || s.size() > 18) return -1;
+    long long v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return -1;
+        v = v * 10 + (c - '0');
+    }
+    return v <= max ? v : -1;
+}
+// Splits at commas outside brackets.
+TYPEFLOW_DIST_DECL std::vector<std::string_view> split_top(std::string_view s, std::string_view what) {
+    std::vector<std::string_view> out;
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '[' && ++depth > 1) throw error(std::string(what) + ": nested '[' in \"" + std::string(s) + "\"");
+        if (s[i] == ']' && --depth < 0) throw error(std::string(what) + ": unbalanced ']' in \"" + std::string(s) + "\"");
+        if (s[i] == ',' && depth == 0) {
+            out.push_back(s.substr(start, i - start));
+            start = i + 1;
+        }
+    }
+    if (depth != 0) throw error(std::string(what) + ": unbalanced '[' in \"" + std::string(s) + "\"");
+    out.push_back(s.substr(start));
+    return out;
+}
+// Appends every expansion of one name (its bracket groups in turn) to `out`.
+TYPEFLOW_DIST_DECL void expand_name(std::string_view name, const std::string& prefix, std::vector<std::string>& out,
+                                    std::string_view list) {
+    const std::size_t open = name.find('[');
+    if (open == std::string_view::npos) {
+        out.push_back(prefix + std::string(name));
+        return;
+    }
+    const std::size_t close = name.find(']', open);
+    const std::string head = prefix + std::string(name.substr(0, open));
+    const std::string_view rest = name.substr(close + 1);
+    auto bad = [&](const char* why) {
+        return error("SLURM node list \"" + std::string(list) + "\": " + why + " in \"" + std::string(name) + "\"");
+    };
+    for (std::string_view item : split_top(name.substr(open + 1, close - open - 1), "SLURM node list")) {
+        const std::size_t dash = item.find('-');
+        const std::string_view lo = item.substr(0, dash), hi = dash == std::string_view::npos ? lo : item.substr(dash + 1);
+        const long long a = parse_count(lo, 999999999), b = parse_count(hi, 999999999);
+        if (a < 0 || b < 0) throw bad("a range that is not N or N-M");
+        if (b < a) throw bad("a descending range");
+        if (b - a >= 65536 || out.size() + static_cast<std::size_t>(b - a) >= 65536) throw bad("more than 65536 hosts");
+        const std::size_t width = lo.size();  // zero padding, as Slurm keeps it
+        for (long long v = a; v <= b; ++v) {
+            std::string digits = std::to_string(v);
+            if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+            expand_name(rest, head + digits, out, list);
+        }
+    }
+}
+}  // namespace detail
+
+TYPEFLOW_DIST_DECL std::vector<std::string> expand_slurm_nodelist(std::string_view list) {
+    std::vector<std::string> out;
+    if (list.empty()) throw error("SLURM node list is empty");
+    for (std::string_view name : detail::split_top(list, "SLURM node list")) {
+        if (name.empty() || name.front() == '[')
+            throw error("SLURM node list \"" + std::string(list) + "\": an empty host name");
+        detail::expand_name(name, "", out, list);
+    }
+    return out;
+}
+
+TYPEFLOW_DIST_DECL std::vector<int> expand_slurm_tasks_per_node(std::string_view counts) {
+    std::vector<int> out;
+    auto bad = [&] { return error("SLURM tasks per node \"" + std::string(counts) + "\": expected N or N(xM), comma-separated"); };
+    std::size_t start = 0;
+    while (start <= counts.size()) {
+        const std::size_t comma = std::min(counts.find(',', start), counts.size());
+        std::string_view item = counts.substr(start, comma - start);
+        long long times = 1;
+        if (const std::size_t p = item.find("(x"); p != std::string_view::npos) {
+            if (item.back() != ')') throw bad();
+            times = detail::parse_count(item.substr(p + 2, item.size() - p - 3), 65536);
+            item = item.substr(0, p);
+        }
+        const long long n = detail::parse_count(item, 65536);
+        if (n < 0 || times < 1) throw bad();
+        if (out.size() + static_cast<std::size_t>(times) > 65536) throw bad();
+        out.insert(out.end(), static_cast<std::size_t>(times), static_cast<int>(n));
+        start = comma + 1;
+    }
+    return out;
+}
+
+TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_slurm(const std::function<const char*(const char*)>& env) {
+    auto need = [&](const char* k) -> std::string {
+        const char* v = env(k);
+        if (!v || !*v) throw error(std::string("Slurm environment: ") + k + " is not set");
+        return v;
+    };
+    auto first_of = [&](const char* a, const char* b) -> std::pair<std::string, const char*> {
+        if (const char* v = env(a); v && *v) return {v, a};
+        return {need(b), b};
+    };
+    auto count = [&](const char* k, long long max) {
+        const std::string v = need(k);
+        const long long n = detail::parse_count(v, max);
+        if (n < 0) throw error(std::string("Slurm environment: ") + k + " is \"" + v + "\", not a number in 0.." + std::to_string(max));
+        return static_cast<int>(n);
+    };
+    const int ntasks = count("SLURM_NTASKS", 65536), rank = count("SLURM_PROCID", 65535);
+    if (ntasks < 1 || rank >= ntasks)
+        throw error("Slurm environment: SLURM_PROCID " + std::to_string(rank) + " is not below SLURM_NTASKS " +
+                    std::to_string(ntasks));
+    const auto [nodelist, nodes_var] = first_of("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST");
+    const auto [per_node, per_node_var] = first_of("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE");
+    const std::vector<std::string> hosts = expand_slurm_nodelist(nodelist);
+    const std::vector<int> per = expand_slurm_tasks_per_node(per_node);
+    if (per.size() != hosts.size())
+        throw error(std::string("Slurm environment: ") + per_node_var + " \"" + per_node + "\" gives " +
+                    std::to_string(per.size()) + " hosts, " + nodes_var + " \"" + nodelist + "\" " +
+                    std::to_string(hosts.size()));
+    long long total = 0;
+    for (int n : per) total += n;
+    if (total != ntasks)
+        throw error(std::string("Slurm environment: ") + per_node_var + " \"" + per_node + "\" places " +
+                    std::to_string(total) + " tasks, SLURM_NTASKS is " + std::to_string(ntasks));
+    int base = 29500;
+    if (const char* p = env("TYPEFLOW_PORT"); p && *p) {
+        const long long v = detail::parse_count(p, 65535);
+        if (v < 1) throw error(std::string("Slurm environment: TYPEFLOW_PORT is \"") + p + "\", not a port 1..65535");
+        base = static_cast<int>(v);
+    }
+    std::string dist = "block";
+    if (const char* d = env("SLURM_DISTRIBUTION"); d && *d) dist = std::string(d).substr(0, std::string(d).find(':'));
+    if (dist != "block" && dist != "cyclic")
+        throw error("Slurm environment: SLURM_DISTRIBUTION \"" + std::string(env("SLURM_DISTRIBUTION")) +
+                    "\": only block and cyclic placements are supported");
+    // the host of each rank, and its index among the tasks on that host
+    std::vector<std::size_t> host_of(static_cast<std::size_t>(ntasks));
+    std::vector<int> used(hosts.size(), 0);
+    if (dist == "block") {
+        std::size_t r = 0;
+        for (std::size_t h = 0; h < hosts.size(); ++h)
+            for (int k = 0; k < per[h]; ++k) host_of[r++] = h;
+    } else {
+        std::size_t r = 0;
+        while (r < host_of.size())
+            for (std::size_t h = 0; h < hosts.size() && r < host_of.size(); ++h)
+                if (used[h] < per[h]) host_of[r++] = h, ++used[h];
+        std::fill(used.begin(), used.end(), 0);
+    }
+    cluster_spec spec;
+    for (std::size_t r = 0; r < host_of.size(); ++r) {
+        const int port = base + used[host_of[r]]++;
+        if (port > 65535) throw error("Slurm environment: TYPEFLOW_PORT " + std::to_string(base) + " + " +
+                                      std::to_string(used[host_of[r]] - 1) + " is past port 65535");
+        spec.worker.push_back(hosts[host_of[r]] + ":" + std::to_string(port));
+    }
+    spec.task = task_id{role::worker, rank};
+    // through the JSON reader, so that the spec gets every check a file gets
+    return parse(spec.to_json(), "Slurm environment");
 }
 
 TYPEFLOW_DIST_DECL std::string cluster_spec::to_json() const {
