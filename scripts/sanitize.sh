@@ -17,8 +17,9 @@
 # `ci` fits the 45 minutes CI gives the whole of .ci/run on 2 cores: ASan+UBSan
 # over the distributed tests, the core unit files ($CORE_UNITS: tensors,
 # sessions, allocation, memory plans, threads, data, checkpoints, summaries)
-# and the core examples, plus one of $SLICES slices of the other unit files
-# and examples, by turns: slice (commit count mod $SLICES), or $SANITIZE_SLICE.
+# and the training example, plus one of $SLICES slices of the other unit
+# files and examples, by turns: slice (commit count mod $SLICES), or
+# $SANITIZE_SLICE.
 # Every $SLICES commits cover the whole suite (but fashion_mnist_cnn, which
 # only the full run builds); TSan runs whole.
 #
@@ -47,13 +48,14 @@ what="${1:-all}"
 SLICES=7
 
 CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|session|tensor|threads"
-CORE_EXAMPLES="readme_tour|readme_training|custom_op|tensor_api|io_checkpoint"
+CORE_EXAMPLES="readme_training"
 # The other unit files, heaviest first (so that slice k, every SLICES-th from
 # k, weighs about the same), and the other examples, lightest first.
 ROTATING_UNITS=(grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm grad_property_2
                 ops_reduce ops_gather ops_elementwise expr models reference_backend ops_pool ops_conv
                 ops_dropout_norm io_monitored grad_graph ops_matmul train ops_shape)
-ROTATING_EXAMPLES=(dot_graph tf_lecture readme_expr diabetes_regression iris_logistic readme_custom_loop)
+ROTATING_EXAMPLES=(dot_graph tf_lecture readme_expr diabetes_regression iris_logistic readme_custom_loop tensor_api
+                   custom_op readme_tour io_checkpoint)
 # Only in the full run: the CNN example alone costs 164 s of compiler time
 # under ASan+UBSan (its kernels are the unit files' ops_conv and ops_pool).
 FULL_ONLY_EXAMPLES="fashion_mnist_cnn"
