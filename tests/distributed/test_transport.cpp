@@ -366,6 +366,43 @@ TEST_CASE("a task still in its handshake is told why the chief failed, and names
                                                    Contains("failed during the handshake: worker:2 (rank 2) closed the connection"));
         server.get();
     }
+    { // A joining task refused in place of the accept (after a valid challenge
+      // and its response) reads it as a refusal by the chief, with the reason.
+        auto specs = tfd_test::local_specs(2, R"({"connect_timeout_ms": 3000})");
+        const auto port = split_address(specs[0].address_of(0), "").second;
+        const std::string secret = specs[0].effective_secret();
+        asio::io_context io;
+        tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), port});
+        auto server = std::async(std::launch::async, [&] {
+            tcp::socket s = acc.accept();
+            std::array<std::byte, 48 + 32> h;
+            asio::read(s, asio::buffer(h));
+            handshake::nonce nc, ns = handshake::make_nonce();
+            std::memcpy(nc.data(), h.data() + 48, 32);
+            frame_header ch;
+            ch.type = frame_type::challenge;
+            ch.length = 64;
+            const auto proof = handshake::server_proof(secret, nc, ns, 1);
+            auto chb = encode_header(ch);
+            asio::write(s, std::array{asio::const_buffer(chb.data(), chb.size()), asio::const_buffer(ns.data(), ns.size()),
+                                      asio::const_buffer(proof.data(), proof.size())});
+            std::array<std::byte, 48 + 32> response;
+            asio::read(s, asio::buffer(response));
+            const std::string why = "refused: worker:1 (rank 1) is already connected";
+            frame_header ab;
+            ab.type = frame_type::abort;
+            ab.length = why.size();
+            auto abb = encode_header(ab);
+            asio::write(s, std::array{asio::const_buffer(abb.data(), abb.size()), asio::buffer(why)});
+            boost::system::error_code ec;
+            char c;
+            s.read_some(asio::buffer(&c, 1), ec); // until the task closes
+        });
+        CHECK_THROWS_WITH(transport(specs[1]), Contains("bootstrap: refused by worker:0 (rank 0") &&
+                                                   Contains("worker:1 (rank 1) is already connected") &&
+                                                   !Contains("failed during the handshake"));
+        server.get();
+    }
 }
 
 TEST_CASE("a peer with the wrong secret cannot join") {
