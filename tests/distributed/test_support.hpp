@@ -10,28 +10,41 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tfd_test {
 
-inline int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
+/// `n` distinct free loopback ports. Every socket stays bound until all are
+/// chosen, so the kernel cannot hand the same ephemeral port out twice.
+inline std::vector<int> free_ports(int n) {
+    std::vector<int> fds, ports;
+    for (int i = 0; i < n; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = 0;
+        socklen_t len = sizeof a;
+        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+            if (fd >= 0) ::close(fd);
+            for (int f : fds) ::close(f);
+            throw std::runtime_error("test support: cannot bind a loopback port");
+        }
+        fds.push_back(fd);
+        ports.push_back(ntohs(a.sin_port));
+    }
+    for (int fd : fds) ::close(fd);
+    return ports;
 }
 
 /// Specs for an n-worker cluster on fresh loopback ports, one per rank.
 inline std::vector<typeflow::dist::cluster_spec> local_specs(int n, const std::string& options = "") {
     std::string workers;
-    for (int i = 0; i < n; ++i) workers += (i ? ", " : "") + std::string("\"127.0.0.1:") + std::to_string(free_port()) + "\"";
+    const auto ports = free_ports(n);
+    for (int i = 0; i < n; ++i) workers += (i ? ", " : "") + std::string("\"127.0.0.1:") + std::to_string(ports[i]) + "\"";
     std::vector<typeflow::dist::cluster_spec> out;
     for (int i = 0; i < n; ++i)
         out.push_back(typeflow::dist::cluster_spec::parse(
