@@ -327,3 +327,56 @@ TEST_CASE("a run whose buffers cannot be allocated is a tf::error naming the nod
     CHECK(t2.item() == 198.f);
     CHECK(b2(1, 2, 1) == 60.f);
 }
+
+TEST_CASE("run_streaming reports each fetch once, as soon as its value is final", "[session][streaming]") {
+    tf::placeholder<"x", float, tf::shape<2, 3>> x;
+    tf::variable<"W", float, tf::shape<3, 3>> W{tf::init::ones{}};
+    tf::variable<"V", float, tf::shape<2, 3>> V{tf::init::zeros{}};
+    tf::tensor<float> xb({2, 3}, {1, 2, 3, 4, 5, 6});
+    tf::session s(tf::session_options{.threads = 1});
+    auto m = tf::matmul(x, W);          // [[6,6,6],[15,15,15]]
+    auto late = tf::matmul(m, W) * 2.0f; // needs m first
+    struct report {
+        std::size_t k;
+        std::vector<float> values;
+        std::size_t evaluations;  // nodes computed when it came
+    };
+    std::vector<report> seen;
+    auto record = [&](std::size_t k, const void* data) {
+        const auto* p = static_cast<const float*>(data);
+        const std::size_t n = k == 2 ? 9 : 6;
+        seen.push_back({k, std::vector<float>(p, p + n), s.stats().evaluations});
+    };
+    // the fetch list's order sets the node order: the early fetch comes first
+    // even when listed after the one that needs it; the variable (a leaf) last
+    auto [lv, mv, wv, m2] = s.run_streaming(tf::fetch(late, m, W, m), record, tf::feed(x, xb));
+    REQUIRE(seen.size() == 4);
+    CHECK(seen[0].k == 1);  // m, and its second fetch at once
+    CHECK(seen[1].k == 3);
+    CHECK(seen[0].evaluations == 1);  // before `late` ran
+    CHECK(seen[2].k == 0);
+    CHECK(seen[2].evaluations == 3);  // m, the matmul, the product
+    CHECK(seen[3].k == 2);
+    for (const report& r : seen) {
+        const tf::tensor<float>& t = r.k == 0 ? lv : r.k == 1 ? mv : r.k == 3 ? m2 : wv;
+        REQUIRE(static_cast<std::size_t>(t.size()) == r.values.size());
+        for (std::size_t i = 0; i < r.values.size(); ++i) CHECK(r.values[i] == t[static_cast<tf::index_t>(i)]);
+    }
+    CHECK(lv(1, 2) == 2.f * 45.f);
+    CHECK(wv(2, 2) == 1.f);
+
+    SECTION("an exception from the callback ends the run before any write") {
+        auto write = tf::assign(V, m);
+        CHECK_THROWS_WITH(s.run_streaming(tf::fetch(m, write), [](std::size_t, const void*) { throw std::runtime_error("stop"); },
+                                          tf::feed(x, xb)),
+                          "stop");
+        CHECK(s.run(V)[0] == 0.f);
+        s.run(tf::fetch(m, write), tf::feed(x, xb));
+        CHECK(s.run(V)[0] == 6.f);
+    }
+    SECTION("a plain run of the same fetches reports nothing and gives the same values") {
+        auto [l2, m3, w2, m4] = s.run(tf::fetch(late, m, W, m), tf::feed(x, xb));
+        CHECK(l2(0, 0) == lv(0, 0));
+        CHECK(m3(1, 1) == 15.f);
+    }
+}

@@ -8,7 +8,9 @@
 // holds the same bits (all_reduce max and min agree). The mirrored model
 // starts from rank-dependent values that broadcast_variables replaces with
 // the chief's. Also a float model with momentum, and a step in which one
-// task has no rows.
+// task has no rows, buckets summed after the run, tasks whose buckets differ
+// (an error on every task), and buckets small enough that every gradient's all_reduce
+// is a call of its own.
 //
 //   mirrored_test <global batch> <steps>
 #include <typeflow/dist.hpp>
@@ -84,7 +86,8 @@ auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, 
 }
 
 template <class T, tf::fixed_string P, class Opt>
-void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const char* what, bool one_empty) {
+void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const char* what, bool one_empty,
+           tfd::mirrored_options o = {}, std::size_t buckets = 2) {
     const int rank = c.rank(), tasks = c.size();
     tf::placeholder<tf::concat<P, "x">(), T, tf::shape<tf::dyn, 4>> x;
     tf::placeholder<tf::concat<P, "y">(), T, tf::shape<tf::dyn, 1>> y;
@@ -112,7 +115,9 @@ void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const 
     fill_rows(all, xa, ya);
 
     auto loss = mlp_loss(x, y, w1, b1, w2, b2);
-    auto step = tfd::mirrored(c, opt).minimize(loss);
+    auto step = tfd::mirrored(c, opt, o).minimize(loss);
+    expect(step.buckets() == buckets, std::string(what) + ": " + std::to_string(step.buckets()) + " all_reduce calls a step, not " +
+                                          std::to_string(buckets));
     step.broadcast_variables();
     auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
     auto ref_step = opt.minimize(ref_loss);
@@ -152,6 +157,13 @@ int main(int argc, char** argv) {
         train<double, "d/">(c, batch, steps, tf::train::adam(0.01), 1e-10, "double adam", false);
         train<float, "f/">(c, batch, steps, tf::train::momentum(0.05, {.momentum = 0.9}), 2e-5, "float momentum", false);
         train<double, "e/">(c, batch, 3, tf::train::sgd(0.1), 1e-12, "double sgd, one task without rows", true);
+        // buckets of at most 64 bytes: b2 (8), w2 (64), b1 (64) and w1 (256, over the cap) each go alone
+        train<double, "b/">(c, batch, steps, tf::train::adam(0.01), 1e-10, "double adam, 64-byte buckets", false,
+                            {.bucket_bytes = 64}, 5);
+        train<float, "g/">(c, batch, 3, tf::train::sgd(0.1f), 2e-5, "float sgd, 48-byte buckets, one task without rows", true,
+                           {.bucket_bytes = 48}, 4);  // b2+w2 (36 bytes), b1 (32), w1 (128)
+        train<double, "s/">(c, batch, steps, tf::train::adam(0.01), 1e-10, "double adam, 64-byte buckets summed after the run",
+                            false, {.bucket_bytes = 64, .overlap = false}, 5);
         // a step that no task feeds is an error on every task, not a division by zero
         {
             tf::placeholder<"z/x", double, tf::shape<tf::dyn, 1>> zx;
@@ -165,6 +177,31 @@ int main(int argc, char** argv) {
                 threw = std::string(e.what()).find("no task fed any example") != std::string::npos;
             }
             expect(threw, "a step without examples on any task is a dist::error naming it");
+        }
+        // tasks that cut their buckets differently: every task's step fails
+        // with a dist::error naming the mismatch (from the step's thread), none
+        // hangs; the transport is failed after it, so this comes last
+        if (c.size() > 1) {
+            tf::placeholder<"m/x", double, tf::shape<tf::dyn, 4>> mx;
+            tf::placeholder<"m/y", double, tf::shape<tf::dyn, 1>> my;
+            tf::variable<"m/w1", double, tf::shape<4, 8>> w1;
+            tf::variable<"m/b1", double, tf::shape<8>> b1;
+            tf::variable<"m/w2", double, tf::shape<8, 1>> w2;
+            tf::variable<"m/b2", double, tf::shape<1>> b2;
+            tfd::mirrored_options o;
+            if (c.rank() == 0) o.bucket_bytes = 64;
+            auto step = tfd::mirrored(c, tf::train::sgd(0.1), o).minimize(mlp_loss(mx, my, w1, b1, w2, b2));
+            tf::tensor<double> xm, ym;
+            fill_rows({c.rank()}, xm, ym);
+            tf::session s;
+            std::string what;
+            try {
+                step.run(s, tf::feed(mx, xm), tf::feed(my, ym));
+            } catch (const tfd::error& e) {
+                what = e.what();
+            }
+            expect(what.find("mismatch") != std::string::npos,
+                   "tasks with different buckets fail with a dist::error naming the mismatch, not: '" + what + "'");
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "mirrored_test: %s\n", e.what());

@@ -12,8 +12,13 @@
 //     auto step = strategy.minimize(loss);        // or minimize(loss, vars...)
 //     step.broadcast_variables();                 // the chief's initial values everywhere
 //     for (...) double l = step.run(s, tf::feed(x, my_rows), tf::feed(y, my_labels));
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -47,59 +52,187 @@ index_t example_count(const F0& f, const F&...) noexcept {
 }
 }  // namespace detail
 
+/// How a mirrored step groups gradients into all_reduce calls.
+struct mirrored_options {
+    /// Largest bucket: gradients are summed in buckets of at most this many
+    /// bytes (a larger variable is a bucket of its own), filled from the last
+    /// variable to the first, roughly the order in which back-propagation
+    /// finishes them. Each bucket's all_reduce starts as soon as its last
+    /// gradient is computed, while the rest of the backward pass runs.
+    /// Every task must use the same value.
+    std::size_t bucket_bytes = std::size_t{256} << 10;
+    /// true: the buckets are summed on a thread of the step's own while the
+    /// backward pass goes on. false: on the caller's thread after it (no
+    /// second thread; what a machine with no core to spare per task wants,
+    /// see benchmarks/RESULTS-dist.md). The results are the same bits.
+    bool overlap = true;
+};
+
+namespace detail {
+/// The state a mirrored step shares with its communication thread.
+struct mirrored_comm {
+    struct bucket {
+        bool is_float = true;
+        std::size_t begin = 0, end = 0;  // elements of floats or doubles
+        std::size_t pending = 0;         // gradients not yet packed in this step
+        std::size_t vars = 0;            // gradients it holds
+    };
+    collective* comm = nullptr;
+    std::vector<float> floats;
+    std::vector<double> doubles;  // [0] the loss times the examples, [1] the examples, then gradients
+    std::vector<bucket> buckets;  // in the order of their all_reduce; bucket 0 is the loss and example count
+
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<unsigned char> ready;  // per bucket, in this step
+    std::uint64_t started = 0, finished = 0;  // steps
+    bool cancel = false, stop = false;
+    std::exception_ptr failure;
+    std::thread thread;
+
+    ~mirrored_comm() {
+        {
+            std::lock_guard lk(mu);
+            stop = true;
+        }
+        cv.notify_all();
+        if (thread.joinable()) thread.join();
+    }
+    void mark_ready(std::size_t b) {
+        {
+            std::lock_guard lk(mu);
+            ready[b] = 1;
+        }
+        cv.notify_all();
+    }
+    void begin_step() {
+        if (!thread.joinable()) thread = std::thread([this] { loop(); });
+        {
+            std::lock_guard lk(mu);
+            std::fill(ready.begin(), ready.end(), 0);
+            for (bucket& b : buckets) b.pending = b.vars;
+            cancel = false;
+            failure = nullptr;
+            ++started;
+        }
+        cv.notify_all();
+    }
+    /// all_reduce of bucket b, then its division by the examples of all tasks
+    /// (`total`, which bucket 0 sets).
+    void reduce(std::size_t b, double& total) {
+        const bucket& k = buckets[b];
+        if (k.end == k.begin) return;
+        if (k.is_float) {
+            comm->all_reduce(std::span<float>(floats.data() + k.begin, k.end - k.begin));
+            if (total > 0)
+                for (std::size_t i = k.begin; i < k.end; ++i) floats[i] = static_cast<float>(static_cast<double>(floats[i]) / total);
+        } else {
+            comm->all_reduce(std::span<double>(doubles.data() + k.begin, k.end - k.begin));
+            if (b == 0) total = doubles[1];
+            else if (total > 0)
+                for (std::size_t i = k.begin; i < k.end; ++i) doubles[i] /= total;
+        }
+    }
+    /// Waits for this step's buckets; rethrows what the thread met.
+    void end_step(bool cancelled) {
+        std::unique_lock lk(mu);
+        if (cancelled) cancel = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return finished == started; });
+        if (failure) std::rethrow_exception(std::exchange(failure, nullptr));
+    }
+
+private:
+    void loop() {
+        std::uint64_t step = 0;
+        for (;;) {
+            {
+                std::unique_lock lk(mu);
+                cv.wait(lk, [&] { return stop || started > step; });
+                if (stop) return;
+                step = started;
+            }
+            try {
+                double total = 0;
+                for (std::size_t b = 0; b < buckets.size(); ++b) {
+                    {
+                        std::unique_lock lk(mu);
+                        cv.wait(lk, [&] { return ready[b] || cancel || stop; });
+                        if (!ready[b]) break;
+                    }
+                    reduce(b, total);
+                }
+            } catch (...) {
+                std::lock_guard lk(mu);
+                failure = std::current_exception();
+            }
+            {
+                std::lock_guard lk(mu);
+                finished = step;
+            }
+            cv.notify_all();
+        }
+    }
+};
+}  // namespace detail
+
 /// One training step of a mirrored strategy over the variables Vs...
 /// (see mirrored_strategy::minimize).
 template <class Loss, class Fetch, class Apply, class... Vs>
 class mirrored_step {
+    static constexpr std::size_t N = sizeof...(Vs);
+
 public:
     using loss_type = value_type_t<Loss>;
 
-    mirrored_step(collective& comm, Fetch fetch, Apply apply, const Vs&... vars)
-        : comm_(&comm), fetch_(std::move(fetch)), apply_(std::move(apply)), vars_(vars...) {}
+    mirrored_step(collective& comm, Fetch fetch, Apply apply, const mirrored_options& o, const Vs&... vars)
+        : fetch_(std::move(fetch)), apply_(std::move(apply)), vars_(vars...), overlap_(o.overlap),
+          st_(std::make_unique<detail::mirrored_comm>()) {
+        st_->comm = &comm;
+        plan_buckets(o.bucket_bytes);
+    }
 
     /// Runs one step on session s with this task's feeds: computes the loss
     /// and the gradients of this task's examples (the first feed's leading
     /// extent counts them), averages both over every task's examples (tasks
     /// may hold different numbers, even none), and applies the averaged
-    /// gradients. Returns the loss over the whole global batch, the same on
-    /// every task. Every task must call it in the same order; a task that
-    /// fails or disagrees fails the others with a dist::error.
+    /// gradients. The gradients are summed bucket by bucket on a thread of the
+    /// step's own, each bucket as soon as back-propagation has finished it.
+    /// Returns the loss over the whole global batch, the same on every task.
+    /// Every task must call it in the same order; a task that fails or
+    /// disagrees fails the others with a dist::error.
     template <class... Feeds>
     loss_type run(session& s, const Feeds&... feeds) {
         const double count = static_cast<double>(detail::example_count(feeds...));
-        // one buffer per dtype: every float gradient, then every double one and
-        // the loss and example count (as sums weighted by the examples; a task
-        // without examples adds zeros, not the NaN of a mean over none)
-        std::size_t nf = 0, nd = 2;
-        (((std::is_same_v<value_type_t<Vs>, float> ? nf : nd) += shape_t<Vs>::numel), ...);
-        floats_.assign(nf, 0.0f);
-        doubles_.assign(nd, 0.0);
-        if (count > 0) {
-            auto res = s.run(fetch_, feeds...);
-            std::size_t of = 0, od = 2;
-            [&]<std::size_t... K>(std::index_sequence<K...>) {
-                (pack(std::get<K + 1>(res), count, of, od), ...);
-            }(std::index_sequence_for<Vs...>{});
-            doubles_[0] = static_cast<double>(std::get<0>(res)[0]) * count;
-            doubles_[1] = count;
+        detail::mirrored_comm& st = *st_;
+        if (!overlap_) {
+            for (auto& b : st.buckets) b.pending = b.vars;
+            if (count > 0) {
+                s.run_streaming(fetch_, [&](std::size_t k, const void* data) { pack_one(k, data, count); }, feeds...);
+            } else {
+                std::fill(st.floats.begin(), st.floats.end(), 0.0f);
+                std::fill(st.doubles.begin(), st.doubles.end(), 0.0);
+            }
+            double total = 0;
+            for (std::size_t b = 0; b < st.buckets.size(); ++b) st.reduce(b, total);
+            return apply(s);
         }
-        if (nf) comm_->all_reduce(std::span<float>(floats_));
-        comm_->all_reduce(std::span<double>(doubles_));
-        const double total = doubles_[1];
-        if (!(total > 0)) throw error("mirrored: no task fed any example in this step");
-        for (float& g : floats_) g = static_cast<float>(static_cast<double>(g) / total);
-        for (std::size_t i = 2; i < doubles_.size(); ++i) doubles_[i] /= total;
-        // the update, from the averaged gradients (each variable's offset
-        // first: the arguments of one call are evaluated in no fixed order)
-        std::size_t at[sizeof...(Vs)];
-        std::size_t of = 0, od = 2, k = 0;
-        ((at[k++] = std::is_same_v<value_type_t<Vs>, float> ? std::exchange(of, of + shape_t<Vs>::numel)
-                                                            : std::exchange(od, od + shape_t<Vs>::numel)),
-         ...);
-        [&]<std::size_t... K>(std::index_sequence<K...>) {
-            s.run(apply_, grad_feed<Vs>(at[K])...);
-        }(std::index_sequence_for<Vs...>{});
-        return static_cast<loss_type>(doubles_[0] / total);
+        st.begin_step();
+        try {
+            if (count > 0) {
+                // fetch 0 is the loss, fetch j >= 1 the gradient of variable N - j
+                s.run_streaming(fetch_, [&](std::size_t k, const void* data) { on_ready(k, data, count); }, feeds...);
+            } else {  // zeros, not the NaN of a mean over no examples
+                std::fill(st.floats.begin(), st.floats.end(), 0.0f);
+                std::fill(st.doubles.begin(), st.doubles.end(), 0.0);
+                for (std::size_t b = 0; b < st.buckets.size(); ++b) st.mark_ready(b);
+            }
+        } catch (...) {
+            st.end_step(true);
+            throw;
+        }
+        st.end_step(false);
+        return apply(s);
     }
 
     /// Copies the values of every variable this step trains from task `root`
@@ -110,35 +243,105 @@ public:
         }(std::index_sequence_for<Vs...>{});
     }
 
+    /// The all_reduce calls of one step: the loss and example count, then the
+    /// gradient buckets.
+    std::size_t buckets() const noexcept { return st_->buckets.size(); }
+
 private:
+    template <class V>
+    static constexpr bool is_float = std::is_same_v<value_type_t<V>, float>;
+
+    // variables from the last to the first, each dtype's buckets cut at `cap` bytes
+    void plan_buckets(std::size_t cap) {
+        detail::mirrored_comm& st = *st_;
+        constexpr bool floats[N] = {is_float<Vs>...};
+        constexpr std::size_t sizes[N] = {shape_t<Vs>::numel...};
+        st.buckets.push_back({false, 0, 2, 1, 1});
+        std::size_t nf = 0, nd = 2;
+        std::size_t open[2] = {~std::size_t{0}, ~std::size_t{0}};  // the bucket being filled, per dtype
+        for (std::size_t j = N; j-- > 0;) {
+            const bool f = floats[j];
+            const std::size_t elem = f ? sizeof(float) : sizeof(double);
+            std::size_t& o = open[f];
+            if (o == ~std::size_t{0} || (st.buckets[o].end - st.buckets[o].begin + sizes[j]) * elem > cap) {
+                o = st.buckets.size();
+                const std::size_t at = f ? nf : nd;
+                st.buckets.push_back({f, at, at, 0, 0});
+            }
+            at_[j] = f ? std::exchange(nf, nf + sizes[j]) : std::exchange(nd, nd + sizes[j]);
+            st.buckets[o].end = at_[j] + sizes[j];
+            ++st.buckets[o].vars;
+            bucket_of_[j] = o;
+        }
+        st.floats.assign(nf, 0.0f);
+        st.doubles.assign(nd, 0.0);
+        st.ready.assign(st.buckets.size(), 0);
+    }
+
+    // the update from the averaged gradients; the loss over every task's examples
+    loss_type apply(session& s) {
+        const detail::mirrored_comm& st = *st_;
+        const double total = st.doubles[1];
+        if (!(total > 0)) throw error("mirrored: no task fed any example in this step");
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            s.run(apply_, grad_feed<Vs>(at_[K])...);
+        }(std::index_sequence_for<Vs...>{});
+        return static_cast<loss_type>(st.doubles[0] / total);
+    }
+
+    // fetch k of this task's run, times its examples, into its bucket;
+    // returns the bucket when that was its last gradient
+    std::size_t pack_one(std::size_t k, const void* data, double count) {
+        detail::mirrored_comm& st = *st_;
+        if (k == 0) {
+            st.doubles[0] = static_cast<double>(*static_cast<const loss_type*>(data)) * count;
+            st.doubles[1] = count;
+            return 0;
+        }
+        const std::size_t j = N - k;
+        pack_dispatch(j, data, count, std::index_sequence_for<Vs...>{});
+        return --st.buckets[bucket_of_[j]].pending == 0 ? bucket_of_[j] : ~std::size_t{0};
+    }
+    void on_ready(std::size_t k, const void* data, double count) {
+        if (const std::size_t b = pack_one(k, data, count); b != ~std::size_t{0}) st_->mark_ready(b);
+    }
+
+    template <std::size_t... K>
+    void pack_dispatch(std::size_t j, const void* data, double count, std::index_sequence<K...>) {
+        ((K == j ? pack<value_type_t<Vs>>(data, shape_t<Vs>::numel, at_[K], count) : void()), ...);
+    }
     template <class T>
-    void pack(const tensor<T>& g, double count, std::size_t& of, std::size_t& od) {
+    void pack(const void* data, std::size_t n, std::size_t at, double count) {
+        const T* g = static_cast<const T*>(data);
         if constexpr (std::is_same_v<T, float>) {
-            for (index_t i = 0; i < g.size(); ++i) floats_[of++] = static_cast<float>(static_cast<double>(g[i]) * count);
+            float* out = st_->floats.data() + at;
+            for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(g[i]) * count);
         } else {
-            for (index_t i = 0; i < g.size(); ++i) doubles_[od++] = static_cast<double>(g[i]) * count;
+            double* out = st_->doubles.data() + at;
+            for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g[i]) * count;
         }
     }
     template <class V>
     feed_entry<detail::mirrored_grad_t<V>> grad_feed(std::size_t at) const {
         using T = value_type_t<V>;
         const T* p;
-        if constexpr (std::is_same_v<T, float>) p = floats_.data() + at;
-        else p = doubles_.data() + at;
+        if constexpr (std::is_same_v<T, float>) p = st_->floats.data() + at;
+        else p = st_->doubles.data() + at;
         return feed(detail::mirrored_grad_t<V>{}, tensor_view<const T>{p, shape_t<V>::value});
     }
     template <class V>
     void broadcast_one(const V& v, int root) {
         tensor<value_type_t<V>>& t = const_cast<V&>(v).value();
-        comm_->broadcast(std::span<value_type_t<V>>(t.data(), static_cast<std::size_t>(t.size())), root);
+        st_->comm->broadcast(std::span<value_type_t<V>>(t.data(), static_cast<std::size_t>(t.size())), root);
     }
 
-    collective* comm_;
     Fetch fetch_;
     Apply apply_;
     typeflow::detail::children_of<Vs...> vars_;
-    std::vector<float> floats_;
-    std::vector<double> doubles_;
+    std::size_t at_[N] = {};         // each gradient's first element in its dtype's buffer
+    std::size_t bucket_of_[N] = {};  // and its bucket
+    bool overlap_ = true;
+    std::unique_ptr<detail::mirrored_comm> st_;
 };
 
 /// Synchronous data parallelism over the tasks of `comm` with optimizer Opt
@@ -146,7 +349,8 @@ private:
 template <class Opt>
 class mirrored_strategy {
 public:
-    mirrored_strategy(collective& comm, Opt opt) : comm_(&comm), opt_(std::move(opt)) {}
+    mirrored_strategy(collective& comm, Opt opt, mirrored_options o = {})
+        : comm_(&comm), opt_(std::move(opt)), options_(o) {}
 
     /// The training step of `loss` over `vars` (every trainable variable the
     /// loss reaches when none are given): a mirrored_step to run.
@@ -171,21 +375,24 @@ private:
         static_assert(((std::is_same_v<value_type_t<Vs>, float> || std::is_same_v<value_type_t<Vs>, double>) && ...),
                       "typeflow: mirrored: the variables to train must be float or double");
         static_assert(shape_t<L>::numel == 1, "typeflow: mirrored: the loss must be a scalar");
-        auto fetch_all = fetch(loss, gv.template get<K>().grad...);
+        // the gradients from the last variable to the first: the node order
+        // follows the fetch list, so the last layers' finish first
+        auto fetch_all = fetch(loss, gv.template get<sizeof...(K) - 1 - K>().grad...);
         auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>...>(
             train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>{detail::mirrored_grad_t<Vs>{}, gv.template get<K>().var}...));
         return mirrored_step<L, decltype(fetch_all), decltype(apply), Vs...>(*comm_, std::move(fetch_all), std::move(apply),
-                                                                           gv.template get<K>().var...);
+                                                                           options_, gv.template get<K>().var...);
     }
 
     collective* comm_;
     Opt opt_;
+    mirrored_options options_;
 };
 
-/// mirrored(comm, optimizer): see mirrored_strategy.
+/// mirrored(comm, optimizer[, options]): see mirrored_strategy.
 template <class Opt>
-mirrored_strategy<Opt> mirrored(collective& comm, Opt opt) {
-    return mirrored_strategy<Opt>(comm, std::move(opt));
+mirrored_strategy<Opt> mirrored(collective& comm, Opt opt, mirrored_options o = {}) {
+    return mirrored_strategy<Opt>(comm, std::move(opt), o);
 }
 
 }  // namespace typeflow::dist

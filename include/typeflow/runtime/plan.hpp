@@ -49,6 +49,13 @@ public:
     virtual ~plan_base() = default;
 };
 
+/// Told, during a run, that fetch `fetch`'s value is final: `data` holds its
+/// elements (the result tensor's, returned when the run ends).
+struct ready_hook {
+    void (*fn)(void* ctx, std::size_t fetch, const void* data) = nullptr;
+    void* ctx = nullptr;
+};
+
 /// How a node's extents follow from its children's.
 enum class extent_rule : std::uint8_t {
     leaf,       // static extents, or the feed's for a placeholder
@@ -159,7 +166,9 @@ protected:
     /// the fetches, plans the fused regions' operands.
     void finish();
     /// One run: feeds checked before anything changes, then compute, copy, write.
-    void run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds);
+    /// With a hook, each fetch is reported once its value is final: a computed
+    /// one right after its node, a fetched leaf or view after the last node.
+    void run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds, const ready_hook* hook = nullptr);
 
 private:
     struct instance {
@@ -275,6 +284,9 @@ private:
     array<shared_read> shared_;
     array<named_storage> names_;
     array<fetch> fetches_;
+    array<std::uint8_t> ready_after_;  // per node: a computed node some fetch reads (for a ready_hook)
+    // reports the fetches of node i (or, for i == n_, those not computed) to the hook
+    void report_ready(const ready_hook& hook, std::size_t i) const;
 
     array<dims> dims_;  // per instance
     array<std::uint8_t> forwarded_;  // per instance: its kernel's result is its child 0's elements in this binding
@@ -673,8 +685,13 @@ public:
 
     template <class... Feeds>
     std::tuple<tensor<value_type_t<Fs>>...> run(run_stats& stats, const Feeds&... feeds) {
+        return run_hooked(stats, nullptr, feeds...);
+    }
+    /// run, telling `hook` as each fetch's value becomes final (see run_core).
+    template <class... Feeds>
+    std::tuple<tensor<value_type_t<Fs>>...> run_hooked(run_stats& stats, const ready_hook* hook, const Feeds&... feeds) {
         const feed_ref refs[] = {feed_ref_of(feeds)..., feed_ref{}};
-        run_core(stats, refs, sizeof...(Feeds));
+        run_core(stats, refs, sizeof...(Feeds), hook);
         return results_;
     }
 

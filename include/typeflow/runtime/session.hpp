@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <tuple>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -43,6 +44,22 @@ public:
     template <class... Fs, class... Feeds>
     std::tuple<tensor<value_type_t<Fs>>...> run(const fetch_list<Fs...>& f, const Feeds&... feeds) {
         return plan_for(f).run(stats_, feeds...);
+    }
+    /// run, and calls on_ready(k, data) on the calling thread as soon as the
+    /// value of fetch k is final, before the nodes after it run: `data` points
+    /// at its elements (value_type_t of the k-th fetch; those of the result
+    /// returned). A computed fetch is reported right after its node (the order
+    /// of the fetch list sets the node order), a fetched leaf or view after the
+    /// last node. Lets a caller start work on early results, such as sending
+    /// the gradients of the last layers while earlier ones are computed. An
+    /// exception from on_ready ends the run (nothing is written).
+    template <class... Fs, class OnReady, class... Feeds>
+    std::tuple<tensor<value_type_t<Fs>>...> run_streaming(const fetch_list<Fs...>& f, OnReady&& on_ready,
+                                                          const Feeds&... feeds) {
+        using R = std::remove_reference_t<OnReady>;
+        const runtime::ready_hook hook{[](void* ctx, std::size_t k, const void* data) { (*static_cast<R*>(ctx))(k, data); },
+                                       const_cast<void*>(static_cast<const void*>(&on_ready))};
+        return plan_for(f).run_hooked(stats_, &hook, feeds...);
     }
     /// Computes one node and returns its value.
     template <expression E, class... Feeds>

@@ -182,6 +182,9 @@ TYPEFLOW_DECL void plan_core::finish() {
             }
         if (grew) extend_aliased();
     }
+    ready_after_.assign(n_, 0);
+    for (const fetch& f : fetches_)
+        if (computed(f.node)) ready_after_[f.node] = 1;
     for (const fetch& f : fetches_)
         if (desc_[f.node]->outputs > 1)
             typeflow::detail::raise(typeflow::detail::message()
@@ -215,7 +218,16 @@ TYPEFLOW_DECL void plan_core::finish() {
     opinfo_.resize(max_operands_ + 1);
 }
 
-TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds) {
+TYPEFLOW_DECL void plan_core::report_ready(const ready_hook& hook, std::size_t i) const {
+    for (std::size_t k = 0; k < fetches_.size(); ++k) {
+        const fetch& f = fetches_[k];
+        const bool mine = i == n_ ? !computed(f.node) : f.node == i;
+        if (mine) hook.fn(hook.ctx, k, fetches_[f.primary].data);
+    }
+}
+
+TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* feeds, std::size_t n_feeds,
+                                           const ready_hook* hook) {
     // 1. feeds: one per placeholder
     for (std::size_t j = 1; j < n_feeds; ++j)
         for (std::size_t k = 0; k < j; ++k)
@@ -281,6 +293,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             ++stats.evaluations;
             if (flags_[i].immediate_write) write(i, in);
         }
+        if (hook && ready_after_[i]) report_ready(*hook, i);
     }
     // 6. fetched leaves and views are copied out
     for (const fetch& f : fetches_) {
@@ -289,6 +302,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         if (d.kind != op_kind::leaf && d.kind != op_kind::view) continue;
         std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
+    if (hook) report_ready(*hook, n_);
     // 7. writes of assigns, in topological order (the later of two writes wins)
     for (std::size_t i = 0; i < n_; ++i)
         if (flags_[i].assign && !flags_[i].immediate_write)
