@@ -85,6 +85,13 @@ foreach(_n 1 2 3 4)
            COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_mirrored_test> ${_batch} 20)
   set_tests_properties(dist.mirrored.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# The same test started by Open MPI's mpirun (cluster_spec::from_mpi: rank 0 at
+# MASTER_ADDR:MASTER_PORT, the others' ports exchanged when they join it).
+foreach(_n 2 4)
+  add_test(NAME dist.mirrored.mpirun.np${_n}
+           COMMAND bash ${_td}/mpirun_test.sh ${_n} $<TARGET_FILE:dist_mirrored_test> 24 20)
+  set_tests_properties(dist.mirrored.mpirun.np${_n} PROPERTIES TIMEOUT 200 LABELS dist SKIP_RETURN_CODE 77)
+endforeach()
 
 # The README's distributed example: data-parallel least squares on 4 tasks.
 add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp)

@@ -444,3 +444,76 @@ TEST_CASE("a Slurm environment that is missing or inconsistent is an error namin
     // one host listed twice puts two tasks on one endpoint: the spec's own check refuses it
     CHECK_THAT(with("SLURM_JOB_NODELIST", "node[1,1]"), Contains("Slurm environment"));
 }
+
+// ---------------------------------------------------------------------------
+// Tasks started by Open MPI's mpirun, and addresses reported at join ("*")
+// ---------------------------------------------------------------------------
+namespace {
+cluster_spec mpi(const env_map& m) {
+    return cluster_spec::from_mpi([&](const char* k) -> const char* {
+        const auto it = m.find(k);
+        return it == m.end() ? nullptr : it->second.c_str();
+    });
+}
+std::string mpi_error(const env_map& m) {
+    try {
+        mpi(m);
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("a task started by mpirun gets the cluster from the Open MPI environment and MASTER_ADDR") {
+    // mpirun -np 4 -x MASTER_ADDR=node07 -x MASTER_PORT=29400, as rank 2 sees it
+    const env_map e{{"OMPI_COMM_WORLD_RANK", "2"},
+                    {"OMPI_COMM_WORLD_SIZE", "4"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                    {"MASTER_ADDR", "node07"},
+                    {"MASTER_PORT", "29400"}};
+    cluster_spec s = mpi(e);
+    CHECK(s.worker == std::vector<std::string>{"node07:29400", "*", "*", "*"});
+    CHECK(s.task == task_id{role::worker, 2});
+    CHECK(s.rank() == 2);
+    CHECK(s.size() == 4);
+    // an IPv6 MASTER_ADDR gets its brackets
+    env_map v6 = e;
+    v6["MASTER_ADDR"] = "fd00::7";
+    CHECK(mpi(v6).worker[0] == "[fd00::7]:29400");
+    // one task: only the chief
+    CHECK(mpi({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "5"}})
+              .worker == std::vector<std::string>{"127.0.0.1:5"});
+}
+
+TEST_CASE("an Open MPI environment that is missing or malformed is an error naming the variable") {
+    const env_map ok{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29400"}};
+    CHECK_NOTHROW(mpi(ok));
+    auto with = [&](const char* k, const char* v) {
+        env_map m = ok;
+        if (v) m[k] = v;
+        else m.erase(k);
+        return mpi_error(m);
+    };
+    CHECK_THAT(with("MASTER_ADDR", nullptr), Contains("MASTER_ADDR is not set") && Contains("mpirun -x MASTER_ADDR"));
+    CHECK_THAT(with("MASTER_PORT", nullptr), Contains("MASTER_PORT is not set"));
+    CHECK_THAT(with("MASTER_PORT", "0"), Contains("MASTER_PORT is \"0\", not a port"));
+    CHECK_THAT(with("MASTER_PORT", "70000"), Contains("MASTER_PORT is \"70000\""));
+    CHECK_THAT(with("OMPI_COMM_WORLD_SIZE", nullptr), Contains("OMPI_COMM_WORLD_SIZE is not set"));
+    CHECK_THAT(with("OMPI_COMM_WORLD_RANK", "x"), Contains("OMPI_COMM_WORLD_RANK is \"x\""));
+    CHECK_THAT(with("OMPI_COMM_WORLD_RANK", "2"), Contains("OMPI_COMM_WORLD_RANK 2 is not below OMPI_COMM_WORLD_SIZE 2"));
+    CHECK_THAT(with("MASTER_ADDR", "a:b:c]"), Contains("Open MPI environment"));
+}
+
+TEST_CASE("\"*\" addresses: any task but the chief, and never counted as a shared endpoint") {
+    auto s = cluster_spec::parse(R"({"cluster": {"worker": ["127.0.0.1:5000", "*", "*"], "ps": ["*"]},
+                                     "task": {"type": "ps", "index": 0}})");
+    CHECK(s.address_of(3) == "*");
+    CHECK(s.rank() == 3);
+    CHECK_THROWS_WITH(cluster_spec::parse(R"({"cluster": {"worker": ["*", "127.0.0.1:5000"]}, "task": {"type": "worker", "index": 1}})"),
+                      Contains("cluster.worker[0] is \"*\", but the chief's address must be given"));
+    CHECK_THROWS_WITH(cluster_spec::parse(R"({"cluster": {"chief": ["*"], "worker": ["*"]}, "task": {"type": "worker", "index": 0}})"),
+                      Contains("cluster.chief[0] is \"*\""));
+    CHECK_THROWS_WITH(cluster_spec::parse(R"({"cluster": {"worker": ["h:1", "**"]}, "task": {"type": "worker", "index": 0}})"),
+                      Contains("cluster.worker[1]"));
+}

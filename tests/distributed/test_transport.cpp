@@ -825,3 +825,23 @@ TEMPLATE_TEST_CASE("the vectorised sum/mean kernel gives the scalar loop's bits,
             CHECK(same_bytes(a.data(), ref.data(), n * sizeof(T)));
         }
 }
+
+TEST_CASE("tasks whose address is \"*\" report their ports at join and meet through the chief") {
+    // how tasks started by mpirun meet: only rank 0's address is known
+    const int port = tfd_test::free_ports(1)[0];
+    std::vector<cluster_spec> specs;
+    for (int i = 0; i < 3; ++i)
+        specs.push_back(cluster_spec::parse(R"({"cluster": {"worker": ["127.0.0.1:)" + std::to_string(port) +
+                                            R"(", "*", "*"]}, "task": {"type": "worker", "index": )" + std::to_string(i) +
+                                            R"(}, "secret": "test-secret"})"));
+    auto ts = start_all(specs);
+    const std::string prefix = "worker:2 (rank 2, 127.0.0.1:";
+    for (int i : {0, 1}) CHECK(ts[i]->peer_name(2).substr(0, prefix.size()) == prefix);
+    CHECK(ts[2]->peer_name(1).find("*") == std::string::npos);
+    auto e = ts[0]->epoch();
+    std::vector<int> a(1000, 4), b(1000, 0);
+    auto r = ts[2]->recv(1, slice(e, 1, 1000, 0, 1000), b.data());  // ranks 1 and 2 connected to each other
+    ts[1]->wait(ts[1]->send(2, slice(e, 1, 1000, 0, 1000), a.data()), soon());
+    ts[2]->wait(r, soon());
+    CHECK(b == a);
+}

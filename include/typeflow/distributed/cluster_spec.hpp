@@ -13,6 +13,9 @@
 
 namespace typeflow::dist {
 
+/// The address of a task that reports its own when it joins (see cluster_spec).
+inline constexpr std::string_view unknown_address = "*";
+
 /// Role of a task. Ranks are numbered chief first, then workers, then ps.
 enum class role { chief, worker, ps };
 
@@ -37,7 +40,10 @@ struct task_id {
 ///                  "handshake_timeout_ms": 5000, "op_timeout_ms": 600000,
 ///                  "max_frame_bytes": 67108864, "segment_bytes": 262144}}
 ///
-/// With no chief, worker 0 is the chief (it hosts the rendezvous).
+/// With no chief, worker 0 is the chief (it hosts the rendezvous). Any task
+/// but the chief may have the address "*" (unknown_address): it listens on a
+/// free port of every interface and reports it when it joins the chief,
+/// which passes every address on to all tasks (how from_mpi's tasks meet).
 /// Malformed specs throw `error` naming the source and the offending field:
 /// options outside their ranges (see transport_options) and two tasks on one
 /// endpoint however spelled (see canonical_address) included.
@@ -67,9 +73,19 @@ struct cluster_spec {
     /// Reads and parses a file.
     static cluster_spec from_file(const std::string& path);
     /// Reads TYPEFLOW_CONFIG (JSON), or the file named by TYPEFLOW_CONFIG_FILE;
-    /// without either, in a task started by Slurm's srun (SLURM_PROCID set),
-    /// the Slurm environment (from_slurm).
+    /// without either, in a task started by Open MPI's mpirun
+    /// (OMPI_COMM_WORLD_RANK set) the MPI environment (from_mpi), else in one
+    /// started by Slurm's srun (SLURM_PROCID set) the Slurm environment
+    /// (from_slurm).
     static cluster_spec from_env();
+    /// The spec of a task started by Open MPI's mpirun, from the variables
+    /// `env` returns (nullptr for unset ones): every task is a worker, rank
+    /// OMPI_COMM_WORLD_RANK of OMPI_COMM_WORLD_SIZE; rank 0 listens on
+    /// MASTER_ADDR:MASTER_PORT (PyTorch's names; pass them with mpirun -x),
+    /// every other task on a free port that it reports when it joins there
+    /// (address "*"). Throws `error` naming the variable for anything missing
+    /// or malformed.
+    static cluster_spec from_mpi(const std::function<const char*(const char*)>& env);
     /// The spec of a task started by Slurm's srun, from the variables `env`
     /// returns (nullptr for unset ones): every task is a worker, rank
     /// SLURM_PROCID of SLURM_NTASKS; the hosts are SLURM_STEP_NODELIST (or

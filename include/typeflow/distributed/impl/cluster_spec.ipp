@@ -328,7 +328,7 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::
                     const std::string w = where + "[" + std::to_string(i) + "]";
                     if (!a.IsString()) throw error(w + ": must be a \"host:port\" string, got " + json_type_name(a));
                     std::string addr(a.GetString(), a.GetStringLength());
-                    split_address(addr, w);
+                    if (addr != unknown_address) split_address(addr, w);
                     list->push_back(std::move(addr));
                 }
             }
@@ -432,8 +432,11 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::
         const auto t = spec.task_of(r);
         return "cluster." + std::string(name_of(t.type)) + "[" + std::to_string(t.index) + "]";
     };
+    if (spec.address_of(0) == unknown_address)
+        throw error(origin + ": " + field(0) + " is \"*\", but the chief's address must be given: every task joins there (\"*\" is for the others, which report theirs when they join)");
     std::map<std::string, int> endpoints; // canonical address -> rank
     for (int r = 0; r < spec.size(); ++r) {
+        if (spec.address_of(r) == unknown_address) continue;
         auto [it, fresh] = endpoints.emplace(canonical_address(spec.address_of(r), origin + ": " + field(r)), r);
         if (!fresh) {
             const int q = it->second;
@@ -462,9 +465,11 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_file(const std::string& path)
 TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_env() {
     if (const char* s = std::getenv("TYPEFLOW_CONFIG"); s && *s) return parse(s, "TYPEFLOW_CONFIG");
     if (const char* f = std::getenv("TYPEFLOW_CONFIG_FILE"); f && *f) return from_file(f);
+    // mpirun first: inside a Slurm allocation its tasks inherit SLURM_PROCID
+    if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK"); r && *r) return from_mpi([](const char* k) { return std::getenv(k); });
     if (const char* r = std::getenv("SLURM_PROCID"); r && *r) return from_slurm([](const char* k) { return std::getenv(k); });
     throw error("no cluster spec: set TYPEFLOW_CONFIG (JSON) or TYPEFLOW_CONFIG_FILE (path), or start the tasks "
-                "with Slurm's srun");
+                "with Open MPI's mpirun (and MASTER_ADDR, MASTER_PORT) or Slurm's srun");
 }
 
 namespace detail {
@@ -627,6 +632,37 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_slurm(const std::function<con
     spec.task = task_id{role::worker, rank};
     // through the JSON reader, so that the spec gets every check a file gets
     return parse(spec.to_json(), "Slurm environment");
+}
+
+TYPEFLOW_DIST_DECL cluster_spec cluster_spec::from_mpi(const std::function<const char*(const char*)>& env) {
+    auto need = [&](const char* k, const char* why) -> std::string {
+        const char* v = env(k);
+        if (!v || !*v) throw error(std::string("Open MPI environment: ") + k + " is not set" + why);
+        return v;
+    };
+    auto count = [&](const char* k, long long max) {
+        const std::string v = need(k, "");
+        const long long n = detail::parse_count(v, max);
+        if (n < 0)
+            throw error(std::string("Open MPI environment: ") + k + " is \"" + v + "\", not a number in 0.." + std::to_string(max));
+        return static_cast<int>(n);
+    };
+    const int size = count("OMPI_COMM_WORLD_SIZE", 65536), rank = count("OMPI_COMM_WORLD_RANK", 65535);
+    if (size < 1 || rank >= size)
+        throw error("Open MPI environment: OMPI_COMM_WORLD_RANK " + std::to_string(rank) + " is not below OMPI_COMM_WORLD_SIZE " +
+                    std::to_string(size));
+    const char* where = " (rank 0 listens on MASTER_ADDR:MASTER_PORT and the others join it there; pass them with "
+                        "mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=<port>)";
+    const std::string host = need("MASTER_ADDR", where);
+    const std::string port = need("MASTER_PORT", where);
+    const long long p = detail::parse_count(port, 65535);
+    if (p < 1) throw error("Open MPI environment: MASTER_PORT is \"" + port + "\", not a port 1..65535");
+    cluster_spec spec;
+    spec.worker.assign(static_cast<std::size_t>(size), std::string(unknown_address));
+    spec.worker[0] = (host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host) + ":" +
+                     std::to_string(p);
+    spec.task = task_id{role::worker, rank};
+    return parse(spec.to_json(), "Open MPI environment");
 }
 
 TYPEFLOW_DIST_DECL std::string cluster_spec::to_json() const {

@@ -6,6 +6,8 @@
 
 #include <typeflow/distributed/impl/transport_impl.ipp>
 
+#include <charconv>
+
 namespace typeflow::dist::detail {
 
 TYPEFLOW_DIST_DECL void transport_impl::start() {
@@ -65,6 +67,24 @@ TYPEFLOW_DIST_DECL void transport_impl::open_acceptor() {
         error_code ec;
         acceptor->assign(tcp::v4(), fd, ec);
         if (ec) throw error(spec.task.name() + ": cannot use TYPEFLOW_LISTEN_FD: " + ec.message());
+        return;
+    }
+    if (addresses[static_cast<std::size_t>(rank)] == unknown_address) {
+        // any free port on every interface of the chief's address family;
+        // the chief learns the host from the connection and the port at join
+        auto [chost, cport] = split_address(addresses[0], names[0]);
+        tcp::resolver res(io);
+        error_code ec;
+        auto eps = res.resolve(chost, std::to_string(cport), ec);
+        if (ec || eps.empty())
+            throw error(spec.task.name() + ": cannot resolve the chief's address " + addresses[0] + ": " + ec.message());
+        const tcp::endpoint any(eps.begin()->endpoint().protocol(), 0);
+        acceptor = std::make_unique<tcp::acceptor>(io);
+        acceptor->open(any.protocol());
+        acceptor->bind(any, ec);
+        if (ec) throw error(spec.task.name() + ": cannot listen on a free port: " + ec.message());
+        acceptor->listen(asio::socket_base::max_listen_connections);
+        reported_port = acceptor->local_endpoint().port();
         return;
     }
     auto [host, port] = split_address(addresses[static_cast<std::size_t>(rank)], "own address");
@@ -276,6 +296,7 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::connect_peer(int to) {
             control_msg m;
             m.kind = 1;
             m.rank = rank;
+            if (reported_port) m.addresses.push_back(std::to_string(reported_port));
             send_control(*peers[0], m);
         }
     } catch (const refusal& e) {
@@ -329,13 +350,34 @@ TYPEFLOW_DIST_DECL void transport_impl::on_control(peer_state& p, const std::vec
         return fail(p.name + " sent a malformed control message: " + e.what());
     }
     if (m.kind == 1 && rank == 0 && !p.joined && m.rank == p.rank) {
+        if (addresses[static_cast<std::size_t>(p.rank)] == unknown_address) {
+            // its host as this connection sees it, the port it reports
+            unsigned port = 0;
+            if (m.addresses.size() == 1) {
+                const std::string& t = m.addresses[0];
+                auto [end, bad] = std::from_chars(t.data(), t.data() + t.size(), port);
+                if (bad != std::errc{} || end != t.data() + t.size() || port > 65535) port = 0;
+            }
+            error_code ec;
+            const auto ep = p.sock ? p.sock->remote_endpoint(ec) : tcp::endpoint{};
+            if (port < 1 || ec)
+                return fail(p.name + " joined without a port to listen on (its address is \"*\")" +
+                            (ec ? ": " + ec.message() : std::string()));
+            auto a = ep.address();
+            if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+            learn_address(p.rank, (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(port));
+        }
         p.joined = true;
         check_ready();
     } else if (m.kind == 2 && rank != 0 && p.rank == 0 && !epoch_known && m.epoch != 0 &&
                m.addresses.size() == static_cast<std::size_t>(size)) {
         epoch = m.epoch;
         epoch_known = true;
-        addresses = m.addresses;
+        for (int r = 0; r < size; ++r) {
+            const std::string& a = m.addresses[static_cast<std::size_t>(r)];
+            if (a == unknown_address) return fail(p.name + " welcomed this task without the address of " + names[r]);
+            if (a != addresses[static_cast<std::size_t>(r)]) learn_address(r, a);
+        }
         epoch_event.cancel();
         for (int j = 1; j < rank; ++j) asio::co_spawn(io, connect_peer(j), asio::detached);
         check_ready();

@@ -184,6 +184,15 @@ struct transport_impl {
     };
     std::vector<std::shared_ptr<handshake_conn>> handshaking;
     std::unique_ptr<tcp::acceptor> acceptor;
+    /// This task's address is "*": the port it listens on, reported at join.
+    unsigned short reported_port = 0;
+    /// Sets rank r's address (and the names that show it) once known.
+    void learn_address(int r, const std::string& address) {
+        addresses[static_cast<std::size_t>(r)] = address;
+        names[static_cast<std::size_t>(r)] =
+            spec.task_of(r).name() + " (rank " + std::to_string(r) + ", " + address + ")";
+        peers[static_cast<std::size_t>(r)]->name = names[static_cast<std::size_t>(r)];
+    }
     asio::steady_timer ticker{io};
     asio::steady_timer epoch_event{io};
     asio::steady_timer fail_timer{io};
