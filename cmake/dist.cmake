@@ -35,7 +35,7 @@ set(TYPEFLOW_CATCH_MAIN_OPTIONS "" CACHE STRING "Extra compile options for the C
 target_compile_options(typeflow_dist_catch_main PRIVATE ${TYPEFLOW_CATCH_MAIN_OPTIONS})
 
 # Single-process unit tests (Catch2).
-foreach(_t spec frame transport)
+foreach(_t spec frame transport placement)
   add_executable(dist_test_${_t} ${_td}/test_${_t}.cpp)
   target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_dist_catch_main)
   add_test(NAME dist.${_t} COMMAND dist_test_${_t})

@@ -372,8 +372,7 @@ private:
     template <class L, class... P, class... Vs, std::size_t... K>
     auto make_step_of(const L& loss, const train::grads_and_vars<P...>& gv, meta::list<Vs...>,
                       std::index_sequence<K...>) const {
-        static_assert(((std::is_same_v<value_type_t<Vs>, float> || std::is_same_v<value_type_t<Vs>, double>) && ...),
-                      "typeflow: mirrored: the variables to train must be float or double");
+        // (variables of other dtypes are refused by the optimizer's own check first)
         static_assert(shape_t<L>::numel == 1, "typeflow: mirrored: the loss must be a scalar");
         // the gradients from the last variable to the first: the node order
         // follows the fetch list, so the last layers' finish first
