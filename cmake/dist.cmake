@@ -85,6 +85,14 @@ foreach(_n 1 2 3 4)
            COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_mirrored_test> ${_batch} 20)
   set_tests_properties(dist.mirrored.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# Parameter servers (distributed/parameter_server.hpp): 2 ps tasks with 2 and 3 workers.
+add_executable(dist_ps_test ${_td}/ps_test.cpp)
+target_link_libraries(dist_ps_test PRIVATE typeflow_dist)
+foreach(_n 2 3)
+  add_test(NAME dist.ps.workers${_n}
+           COMMAND typeflow-launch -n ${_n} --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 20)
+  set_tests_properties(dist.ps.workers${_n} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
 # The same test started by Open MPI's mpirun (cluster_spec::from_mpi: rank 0 at
 # MASTER_ADDR:MASTER_PORT, the others' ports exchanged when they join it).
 foreach(_n 2 4)

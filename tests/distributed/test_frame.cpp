@@ -54,7 +54,7 @@ TEST_CASE("bad headers are refused with a reason") {
     CHECK_THAT(refusal(mut(6, 10)), Contains("unknown frame type 10"));
     CHECK_THAT(refusal(mut(10, 1)), Contains("reserved"));
     CHECK_THAT(refusal(mut(7, 0)), Contains("unknown op 0"));
-    CHECK_THAT(refusal(mut(7, 7)), Contains("unknown op 7"));
+    CHECK_THAT(refusal(mut(7, 9)), Contains("unknown op 9"));  // 7 and 8 are pull and push
     CHECK_THAT(refusal(mut(8, 0)), Contains("unknown dtype 0"));
     CHECK_THAT(refusal(mut(8, 6)), Contains("unknown dtype 6"));
     CHECK_THAT(refusal(mut(8, 9)), Contains("unknown dtype 9"));

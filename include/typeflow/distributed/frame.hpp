@@ -71,6 +71,8 @@ enum class op_code : std::uint8_t {
     reduce_scatter = 4,
     barrier = 5,
     send = 6,
+    pull = 7,  ///< parameter servers: a worker's request (tag, fingerprint), then the ps's values
+    push = 8,  ///< parameter servers: a worker's example count and loss, then its gradients
 };
 
 /// "all_reduce", ...

@@ -66,6 +66,8 @@ public:
     /// Communicator generation, chosen by the chief; carried by every data frame.
     std::uint32_t epoch() const noexcept;
     const transport_options& options() const noexcept;
+    /// The cluster this transport connects (its tasks' roles and addresses as given).
+    const cluster_spec& spec() const noexcept;
     /// "worker:2 (rank 3, 127.0.0.1:5003)"
     const std::string& peer_name(int rank) const;
     /// Time the constructor took to be connected to every peer.

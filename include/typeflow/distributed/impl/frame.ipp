@@ -15,6 +15,8 @@ TYPEFLOW_DIST_DECL std::string_view name_of(op_code op) noexcept {
     case op_code::reduce_scatter: return "reduce_scatter";
     case op_code::barrier: return "barrier";
     case op_code::send: return "send";
+    case op_code::pull: return "pull";
+    case op_code::push: return "push";
     }
     return "?";
 }
@@ -115,7 +117,7 @@ TYPEFLOW_DIST_DECL header_result parse_header(const std::byte* p, std::size_t ma
         r.ok = true;
         return r;
     }
-    if (h.op == op_code::none || static_cast<std::uint8_t>(h.op) > 6)
+    if (h.op == op_code::none || static_cast<std::uint8_t>(h.op) > 8)
         return refuse("data frame with unknown op " + std::to_string(static_cast<unsigned>(h.op)));
     const auto dt = dtype_of_wire(h.dtype_code);
     if (!dt) return refuse("data frame with unknown dtype " + std::to_string(h.dtype_code));

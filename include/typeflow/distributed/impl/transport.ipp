@@ -39,6 +39,7 @@ TYPEFLOW_DIST_DECL int transport::rank() const noexcept { return impl_->rank; }
 TYPEFLOW_DIST_DECL int transport::size() const noexcept { return impl_->size; }
 TYPEFLOW_DIST_DECL std::uint32_t transport::epoch() const noexcept { return impl_->epoch; }
 TYPEFLOW_DIST_DECL const transport_options& transport::options() const noexcept { return impl_->opt; }
+TYPEFLOW_DIST_DECL const cluster_spec& transport::spec() const noexcept { return impl_->spec; }
 TYPEFLOW_DIST_DECL const std::string& transport::peer_name(int r) const { return impl_->names.at(static_cast<std::size_t>(r)); }
 TYPEFLOW_DIST_DECL std::chrono::steady_clock::duration transport::bootstrap_time() const noexcept { return impl_->bootstrap_duration; }
 

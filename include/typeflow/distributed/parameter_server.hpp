@@ -1,0 +1,442 @@
+#pragma once
+// typeflow::dist::parameter_servers — synchronous training with variables on
+// parameter-server tasks (TensorFlow's between-graph replication with
+// replica_device_setter and SyncReplicasOptimizer): every task builds the
+// same model; the ps tasks hold the variables, placed at compile time
+// (distributed/placement.hpp), and run the optimizer and its slots; each
+// step, every worker pulls the current values, computes the gradients of its
+// examples and pushes them; each ps averages the pushes of the step over
+// all workers' examples and applies one update.
+//
+// Include it after <typeflow/typeflow.hpp> and <typeflow/dist.hpp>:
+//
+//     tfd::transport t(tfd::cluster_spec::from_env());   // workers and ps tasks
+//     auto training = tfd::parameter_servers<tfd::ps_placement<2, tfd::greedy_by_bytes>>(t, tf::train::adam(1e-3))
+//                         .minimize(loss);
+//     tf::session s;
+//     if (t.spec().task.type == tfd::role::ps) training.serve(s);   // until every worker has finished
+//     else {
+//         for (...) training.run(s, tf::feed(x, my_rows), tf::feed(y, my_labels));
+//         training.finish();
+//     }
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <typeflow/core/fixed_string.hpp>
+#include <typeflow/core/tensor.hpp>
+#include <typeflow/distributed/cluster_spec.hpp>
+#include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/frame.hpp>
+#include <typeflow/distributed/placement.hpp>
+#include <typeflow/distributed/transport.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/runtime/feed.hpp>
+#include <typeflow/runtime/session.hpp>
+#include <typeflow/train/optimizers.hpp>
+
+namespace typeflow::dist {
+
+/// The compile-time part of a parameter-server strategy: NumPs ps tasks (the
+/// cluster must have exactly that many), a placement strategy and a
+/// partitioner (see placement.hpp).
+template <int NumPs, class Strategy = greedy_by_bytes, class Partitioner = no_partitioner>
+struct ps_placement {
+    template <class... Vs>
+    using of = placement<NumPs, Strategy, Partitioner, Vs...>;
+    static constexpr int ps_tasks = NumPs;
+};
+
+namespace detail {
+/// The placeholder through which a ps feeds the averaged gradient of V to the update.
+template <class V>
+using ps_grad_t = placeholder<typeflow::concat<V::fixed_name, "/ps_grad">(), value_type_t<V>, shape_t<V>, device_t<V>>;
+
+/// What a worker asks of the ps tasks.
+enum class ps_request : std::int64_t { done = 0, step = 1, pull = 2 };
+
+/// The peers of a ps strategy: the ranks of the ps tasks and of the workers
+/// (chief included). Its frames carry seq 0: the order of the protocol, the
+/// same for every strategy object on a transport, sets what comes next, and
+/// every other header field is checked.
+struct ps_channels {
+    transport* t = nullptr;
+    std::vector<int> ps, workers;
+
+    ps_channels(transport& tr, int num_ps) : t(&tr) {
+        const cluster_spec& spec = tr.spec();
+        for (int r = 0; r < spec.size(); ++r) (spec.task_of(r).type == role::ps ? ps : workers).push_back(r);
+        if (static_cast<int>(ps.size()) != num_ps)
+            throw error("parameter servers: the model is placed on " + std::to_string(num_ps) + " ps tasks, the cluster has " +
+                        std::to_string(ps.size()));
+        if (workers.empty()) throw error("parameter servers: the cluster has no worker");
+    }
+    frame_header header(op_code op, dtype d, std::uint64_t seq, std::uint64_t count, std::uint64_t offset,
+                        std::uint64_t n) const {
+        frame_header h;
+        h.type = frame_type::data;
+        h.op = op;
+        h.dtype_code = wire_code(d);
+        h.epoch = t->epoch();
+        h.seq = seq;
+        h.count = count;
+        h.offset = offset;
+        h.length = n * dtype_size(d);
+        return h;
+    }
+    std::size_t segment_elems(dtype d) const {
+        return std::max<std::size_t>(1, t->options().segment_bytes / dtype_size(d));
+    }
+    /// Sends `count` elements as one message (frames of at most segment_bytes).
+    template <class T>
+    void send(std::vector<request>& out, int peer, op_code op, const T* p, std::size_t count) {
+        const std::uint64_t seq = 0;
+        const std::size_t seg = segment_elems(dtype_of<T>);
+        for (std::size_t at = 0; at < count; at += seg)
+            out.push_back(t->send(peer, header(op, dtype_of<T>, seq, count, at, std::min(seg, count - at)), p + at));
+    }
+    /// Receives such a message into `p`.
+    template <class T>
+    void recv(std::vector<request>& out, int peer, op_code op, T* p, std::size_t count) {
+        const std::uint64_t seq = 0;
+        const std::size_t seg = segment_elems(dtype_of<T>);
+        for (std::size_t at = 0; at < count; at += seg)
+            out.push_back(t->recv(peer, header(op, dtype_of<T>, seq, count, at, std::min(seg, count - at)), p + at));
+    }
+    void wait_all(std::vector<request>& rs) {
+        const auto deadline = std::chrono::steady_clock::now() + t->options().op_timeout;
+        for (const request& r : rs) t->wait(r, deadline);
+        rs.clear();
+    }
+};
+
+inline index_t ps_example_count() noexcept { return 1; }
+template <class F0, class... F>
+index_t ps_example_count(const F0& f, const F&...) noexcept {
+    return f.data.dims.rank ? f.data.dims.d[0] : 1;
+}
+}  // namespace detail
+
+/// Synchronous parameter-server training of the variables Vs... (see the top
+/// of this header and parameter_servers::minimize). P is the placement.
+template <class P, class Loss, class Fetch, class Apply, class... Vs>
+class ps_training {
+    static constexpr std::size_t N = sizeof...(Vs);
+
+public:
+    using placement_type = P;
+    using loss_type = value_type_t<Loss>;
+    /// The model's fingerprint (names, dtypes and shapes of the variables, and
+    /// their placement): a worker whose fingerprint differs from a ps's is
+    /// refused with an error naming both.
+    static constexpr std::uint64_t fingerprint = P::fingerprint;
+
+    ps_training(transport& t, int num_ps, Fetch fetch, Apply apply, const Vs&... vars)
+        : ch_(t, num_ps), fetch_(std::move(fetch)), apply_(std::move(apply)), vars_(vars...) {}
+
+    // ---- workers ----
+
+    /// One synchronous step with this worker's feeds (the first feed's leading
+    /// extent counts its examples, possibly none): pulls the current values of
+    /// every variable into this task's copies, computes the loss and the
+    /// gradients, pushes them to the ps tasks that hold each shard. Returns
+    /// this worker's loss (0 without examples). Every worker must call it the
+    /// same number of times; the ps tasks apply one update per round.
+    template <class... Feeds>
+    loss_type run(session& s, const Feeds&... feeds) {
+        const double n = static_cast<double>(detail::ps_example_count(feeds...));
+        request_all(detail::ps_request::step);
+        receive_values();
+        std::vector<request> rs;
+        double loss = 0;
+        if (n > 0) {
+            auto res = s.run(fetch_, feeds...);
+            loss = static_cast<double>(std::get<0>(res)[0]);
+            for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
+                head_[2 * p] = n;
+                head_[2 * p + 1] = loss * n;
+                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 2 * p, 2);
+            }
+            [&]<std::size_t... K>(std::index_sequence<K...>) {
+                (push_grads<K>(rs, std::get<K + 1>(res)), ...);
+            }(std::index_sequence_for<Vs...>{});
+            ch_.wait_all(rs);  // the result tensors stay alive until their bytes are out
+        } else {
+            for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
+                head_[2 * p] = 0;
+                head_[2 * p + 1] = 0;
+                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 2 * p, 2);
+            }
+            ch_.wait_all(rs);
+        }
+        return static_cast<loss_type>(loss);
+    }
+    /// The current values of every variable, from the ps tasks, into this
+    /// task's copies (after the last step, to evaluate or save the model).
+    void pull() {
+        request_all(detail::ps_request::pull);
+        receive_values();
+    }
+    /// Tells the ps tasks that this worker is done; serve returns once every
+    /// worker has.
+    void finish() { request_all(detail::ps_request::done); }
+
+    // ---- ps tasks ----
+
+    /// Serves the workers until every one has finished: each round, answers
+    /// every worker's pull with the values of the shards this ps holds, sums
+    /// the pushed gradients of those shards weighted by each worker's examples
+    /// (in worker order, so every run gives the same bits), and applies the
+    /// optimizer to the average. Returns the number of updates applied. A
+    /// worker with a different model (fingerprint) fails the cluster with an
+    /// error naming both fingerprints.
+    std::size_t serve(session& s) {
+        const cluster_spec& spec = ch_.t->spec();
+        if (spec.task.type != role::ps) throw error("parameter servers: serve() runs on ps tasks, this is " + spec.task.name());
+        const int me = spec.task.index;
+        std::vector<std::size_t> mine;  // the shards this ps holds
+        for (std::size_t i = 0; i < P::shard_count; ++i)
+            if (P::shards[i].ps == me) mine.push_back(i);
+        prepare_grad_buffers();
+        std::vector<char> active(ch_.workers.size(), 1);
+        std::vector<std::int64_t> req(2 * ch_.workers.size());
+        std::size_t updates = 0;
+        std::vector<request> rs;
+        for (;;) {
+            std::vector<std::size_t> asking;
+            for (std::size_t w = 0; w < ch_.workers.size(); ++w)
+                if (active[w]) {
+                    asking.push_back(w);
+                    ch_.recv(rs, ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
+                }
+            if (asking.empty()) return updates;
+            ch_.wait_all(rs);
+            std::vector<std::size_t> stepping;
+            for (std::size_t w : asking) {
+                const auto kind = static_cast<detail::ps_request>(req[2 * w]);
+                const auto fp = static_cast<std::uint64_t>(req[2 * w + 1]);
+                if (fp != fingerprint) {
+                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) +
+                                            " runs a different model: fingerprint " + hex(fp) + ", this ps (" +
+                                            spec.task.name() + ") has " + hex(fingerprint);
+                    ch_.t->abort(why);
+                    throw error(why);
+                }
+                if (kind == detail::ps_request::done) {
+                    active[w] = 0;
+                    continue;
+                }
+                if (kind != detail::ps_request::step && kind != detail::ps_request::pull) {
+                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) +
+                                            " sent an unknown request " + std::to_string(req[2 * w]);
+                    ch_.t->abort(why);
+                    throw error(why);
+                }
+                for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
+                if (kind == detail::ps_request::step) stepping.push_back(w);
+            }
+            ch_.wait_all(rs);  // the values are out before the update changes them
+            if (stepping.empty()) continue;
+            // the pushes, in worker order
+            std::fill(acc_.begin(), acc_.end(), 0.0);
+            double total = 0;
+            std::vector<double> head(2);
+            for (std::size_t w : stepping) {
+                ch_.recv(rs, ch_.workers[w], op_code::push, head.data(), 2);
+                ch_.wait_all(rs);
+                if (!(head[0] >= 0)) {
+                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " +
+                                            std::to_string(head[0]) + " examples";
+                    ch_.t->abort(why);
+                    throw error(why);
+                }
+                if (head[0] == 0) continue;
+                total += head[0];
+                for (std::size_t i : mine) recv_shard(rs, ch_.workers[w], i);
+                ch_.wait_all(rs);
+                for (std::size_t i : mine) accumulate(i, head[0]);
+            }
+            if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
+            for (std::size_t i : mine) average(i, total);
+            [&]<std::size_t... K>(std::index_sequence<K...>) {
+                s.run(apply_, grad_feed<K>()...);
+            }(std::index_sequence_for<Vs...>{});
+            ++updates;
+        }
+    }
+
+private:
+    template <std::size_t K>
+    using var_t = std::tuple_element_t<K, std::tuple<Vs...>>;
+    static std::string hex(std::uint64_t v) {
+        char b[19];
+        std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+        return b;
+    }
+    // the shard's first element and element count in its variable
+    static constexpr std::size_t shard_at(std::size_t i) {
+        const placed_shard& s = P::shards[i];
+        return static_cast<std::size_t>(s.row_begin) * row_elems(s.var);
+    }
+    static constexpr std::size_t shard_size(std::size_t i) {
+        const placed_shard& s = P::shards[i];
+        return static_cast<std::size_t>(s.row_end - s.row_begin) * row_elems(s.var);
+    }
+    static constexpr std::size_t row_elems(std::size_t v) {
+        constexpr std::size_t numel[N] = {static_cast<std::size_t>(shape_t<Vs>::numel)...};
+        constexpr std::size_t rows[N] = {(shape_t<Vs>::rank == 0 ? 1 : static_cast<std::size_t>(shape_t<Vs>::value.d[0]))...};
+        return rows[v] ? numel[v] / rows[v] : 0;
+    }
+    // calls f(variable K) for the variable of shard i
+    template <class F>
+    void with_var(std::size_t v, F&& f) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            ((K == v ? (f(std::integral_constant<std::size_t, K>{}), void()) : void()), ...);
+        }(std::index_sequence_for<Vs...>{});
+    }
+
+    void request_all(detail::ps_request kind) {
+        std::vector<request> rs;
+        for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
+            req_[2 * p] = static_cast<std::int64_t>(kind);
+            req_[2 * p + 1] = static_cast<std::int64_t>(fingerprint);
+            ch_.send(rs, ch_.ps[p], op_code::pull, req_.data() + 2 * p, 2);
+        }
+        ch_.wait_all(rs);
+    }
+    // every shard from the ps that holds it, straight into this task's variables
+    void receive_values() {
+        std::vector<request> rs;
+        for (std::size_t p = 0; p < ch_.ps.size(); ++p)
+            for (std::size_t i = 0; i < P::shard_count; ++i)
+                if (P::shards[i].ps == static_cast<int>(p))
+                    with_var(P::shards[i].var, [&](auto k) {
+                        auto& t = const_cast<var_t<decltype(k)::value>&>(typeflow::detail::get_child<decltype(k)::value>(vars_)).value();
+                        ch_.recv(rs, ch_.ps[p], op_code::pull, t.data() + shard_at(i), shard_size(i));
+                    });
+        ch_.wait_all(rs);
+    }
+    template <std::size_t K, class T>
+    void push_grads(std::vector<request>& rs, const tensor<T>& g) {
+        for (std::size_t p = 0; p < ch_.ps.size(); ++p)
+            for (std::size_t i = 0; i < P::shard_count; ++i)
+                if (P::shards[i].var == K && P::shards[i].ps == static_cast<int>(p))
+                    ch_.send(rs, ch_.ps[p], op_code::push, g.data() + shard_at(i), shard_size(i));
+    }
+
+    // ps side
+    void send_shard(std::vector<request>& rs, int worker, std::size_t i) {
+        with_var(P::shards[i].var, [&](auto k) {
+            const auto& t = typeflow::detail::get_child<decltype(k)::value>(vars_).value();
+            ch_.send(rs, worker, op_code::pull, t.data() + shard_at(i), shard_size(i));
+        });
+    }
+    void recv_shard(std::vector<request>& rs, int worker, std::size_t i) {
+        with_var(P::shards[i].var, [&](auto k) {
+            using T = value_type_t<var_t<decltype(k)::value>>;
+            T* dst = reinterpret_cast<T*>(scratch_.data()) + scratch_at_[i];
+            ch_.recv(rs, worker, op_code::push, dst, shard_size(i));
+        });
+    }
+    void accumulate(std::size_t i, double n) {
+        with_var(P::shards[i].var, [&](auto k) {
+            using T = value_type_t<var_t<decltype(k)::value>>;
+            const T* g = reinterpret_cast<const T*>(scratch_.data()) + scratch_at_[i];
+            double* a = acc_.data() + acc_at_[i];
+            for (std::size_t e = 0; e < shard_size(i); ++e) a[e] += n * static_cast<double>(g[e]);
+        });
+    }
+    void average(std::size_t i, double total) {
+        with_var(P::shards[i].var, [&](auto k) {
+            using T = value_type_t<var_t<decltype(k)::value>>;
+            T* out = std::get<decltype(k)::value>(grads_).data() + shard_at(i);
+            const double* a = acc_.data() + acc_at_[i];
+            for (std::size_t e = 0; e < shard_size(i); ++e) out[e] = static_cast<T>(a[e] / total);
+        });
+    }
+    void prepare_grad_buffers() {
+        std::size_t acc = 0, scratch = 0;
+        for (std::size_t i = 0; i < P::shard_count; ++i) {
+            acc_at_[i] = acc;
+            acc += shard_size(i);
+            scratch_at_[i] = scratch;
+            scratch += shard_size(i);
+        }
+        acc_.assign(acc, 0.0);
+        scratch_.assign(scratch, 0.0);  // doubles: room for either dtype, aligned
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            ((std::get<K>(grads_).assign(static_cast<std::size_t>(shape_t<Vs>::numel), value_type_t<Vs>{})), ...);
+        }(std::index_sequence_for<Vs...>{});
+    }
+    template <std::size_t K>
+    auto grad_feed() const {
+        using V = var_t<K>;
+        return feed(detail::ps_grad_t<V>{},
+                    tensor_view<const value_type_t<V>>{std::get<K>(grads_).data(), shape_t<V>::value});
+    }
+
+    detail::ps_channels ch_;
+    Fetch fetch_;
+    Apply apply_;
+    typeflow::detail::children_of<Vs...> vars_;
+    std::vector<std::int64_t> req_ = std::vector<std::int64_t>(2 * ch_.ps.size());
+    std::vector<double> head_ = std::vector<double>(2 * ch_.ps.size());
+    std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // ps: the averaged gradients fed to the update (zeros elsewhere)
+    std::vector<double> acc_, scratch_;
+    std::size_t acc_at_[P::shard_count] = {}, scratch_at_[P::shard_count] = {};
+};
+
+/// Parameter-server training over transport `t` with optimizer Opt and
+/// placement PS (a ps_placement): see the top of this header.
+template <class PS, class Opt>
+class ps_strategy {
+public:
+    ps_strategy(transport& t, Opt opt) : t_(&t), opt_(std::move(opt)) {}
+
+    /// The training of `loss` over `vars` (every trainable variable the loss
+    /// reaches when none are given), to run on every task.
+    template <expression L, variable_c... Vs>
+    auto minimize(const L& loss, const Vs&... vars) const {
+        static_assert(shape_t<L>::numel == 1, "typeflow: parameter_servers: the loss must be a scalar");
+        const auto gv = opt_.compute_gradients(loss, vars...);
+        return make(loss, gv);
+    }
+
+private:
+    template <class L, class... G>
+    auto make(const L& loss, const train::grads_and_vars<G...>& gv) const {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+            using Vars = meta::list<std::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
+            return make_of(loss, gv, Vars{}, std::index_sequence<K...>{});
+        }(std::index_sequence_for<G...>{});
+    }
+    template <class L, class... G, class... Vs, std::size_t... K>
+    auto make_of(const L& loss, const train::grads_and_vars<G...>& gv, meta::list<Vs...>, std::index_sequence<K...>) const {
+        using P = typename PS::template of<Vs...>;
+        auto fetch_all = fetch(loss, gv.template get<K>().grad...);
+        auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::ps_grad_t<Vs>, Vs>...>(
+            train::grad_and_var<detail::ps_grad_t<Vs>, Vs>{detail::ps_grad_t<Vs>{}, gv.template get<K>().var}...));
+        return ps_training<P, L, decltype(fetch_all), decltype(apply), Vs...>(*t_, PS::ps_tasks, std::move(fetch_all),
+                                                                           std::move(apply), gv.template get<K>().var...);
+    }
+
+    transport* t_;
+    Opt opt_;
+};
+
+/// parameter_servers<ps_placement<NumPs, Strategy, Partitioner>>(transport, optimizer): see ps_strategy.
+template <class PS, class Opt>
+ps_strategy<PS, Opt> parameter_servers(transport& t, Opt opt) {
+    return ps_strategy<PS, Opt>(t, std::move(opt));
+}
+
+}  // namespace typeflow::dist

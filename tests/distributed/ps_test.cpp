@@ -1,0 +1,175 @@
+// Parameter-server training (typeflow/distributed/parameter_server.hpp), run
+// under typeflow-launch with 2 to 3 workers and 2 ps tasks. Every task builds
+// the same MLP (double precision, Adam), placed on the ps tasks with a
+// partitioner (so each variable's rows are split over both ps tasks); the
+// workers train on their rows of one global batch, and each also trains the
+// same model on the whole batch in one process (its own variables) as the
+// reference. Checks: after every step the reference's loss is the global
+// loss the workers' losses add up to; at the end, the values a final pull
+// brings equal the reference within summation-order tolerance, and the loss
+// went down. Then a worker with a different model: every task fails with an
+// error naming both fingerprints.
+//
+//   ps_test <global batch> <steps>
+#include <typeflow/dist.hpp>
+#include <typeflow/typeflow.hpp>
+#include <typeflow/distributed/parameter_server.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tf = typeflow;
+namespace tfd = typeflow::dist;
+
+namespace {
+int failures = 0;
+void expect(bool ok, const std::string& what) {
+    if (!ok) {
+        ++failures;
+        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    }
+}
+
+void fill_rows(const std::vector<int>& rows, tf::tensor<double>& x, tf::tensor<double>& y) {
+    x = tf::tensor<double>({static_cast<tf::index_t>(rows.size()), 4});
+    y = tf::tensor<double>({static_cast<tf::index_t>(rows.size()), 1});
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const double i = rows[r];
+        double t = 0;
+        for (int j = 0; j < 4; ++j) {
+            const double v = std::sin(0.37 * i + 1.3 * j);
+            x[static_cast<tf::index_t>(r * 4 + j)] = v;
+            t += (j + 1) * v;
+        }
+        y[static_cast<tf::index_t>(r)] = std::tanh(0.5 * t);
+    }
+}
+template <class V>
+void init(V& v, double salt) {
+    auto& t = v.value();
+    for (tf::index_t i = 0; i < t.size(); ++i) t[i] = 0.4 * std::sin(1.7 * static_cast<double>(i) + 0.9 * salt + 0.3);
+}
+template <class A, class B>
+double max_rel_diff(const A& a, const B& b) {
+    double worst = 0;
+    for (tf::index_t i = 0; i < a.value().size(); ++i) {
+        const double x = a.value()[i], y = b.value()[i];
+        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(y)));
+    }
+    return worst;
+}
+template <class X, class Y, class W1, class B1, class W2, class B2>
+auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, const B2& b2) {
+    return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: ps_test <global batch> <steps>\n");
+        return 2;
+    }
+    const int batch = std::atoi(argv[1]), steps = std::atoi(argv[2]);
+    try {
+        tfd::transport t(tfd::cluster_spec::from_env());
+        const tfd::cluster_spec& spec = t.spec();
+        const bool is_ps = spec.task.type == tfd::role::ps;
+        int workers = 0;
+        for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+        const int me = is_ps ? -1 : spec.rank();  // workers are ranks 0 .. workers - 1
+
+        tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
+        tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
+        tf::variable<"w1", double, tf::shape<4, 8>> w1;
+        tf::variable<"b1", double, tf::shape<8>> b1;
+        tf::variable<"w2", double, tf::shape<8, 1>> w2;
+        tf::variable<"b2", double, tf::shape<1>> b2;
+        // the ps tasks' values are the model's; a worker's start elsewhere and are replaced by its pulls
+        const double salt = is_ps ? 0 : 5 + me;
+        init(w1, salt), init(b1, salt + 10), init(w2, salt + 20), init(b2, salt + 30);
+        auto opt = tf::train::adam(0.01);
+        using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
+        auto training = tfd::parameter_servers<placement>(t, opt).minimize(mlp_loss(x, y, w1, b1, w2, b2));
+        tf::session s;
+        if (is_ps) {
+            const std::size_t updates = training.serve(s);
+            expect(updates == static_cast<std::size_t>(steps), "ps served " + std::to_string(updates) + " updates, not " +
+                                                                   std::to_string(steps));
+            std::printf("ps %s: %zu updates\n", spec.task.name().c_str(), updates);
+        } else {
+            // this worker's rows: i = me, me + workers, ...; worker 1 has none in step 2
+            std::vector<int> mine, all;
+            for (int i = 0; i < batch; ++i) {
+                all.push_back(i);
+                if (i % workers == me) mine.push_back(i);
+            }
+            tf::tensor<double> xm, ym, xa, ya, xe({0, 4}), ye({0, 1});
+            fill_rows(mine, xm, ym);
+            fill_rows(all, xa, ya);
+            tf::variable<"ref_w1", double, tf::shape<4, 8>> r1;
+            tf::variable<"ref_b1", double, tf::shape<8>> rb1;
+            tf::variable<"ref_w2", double, tf::shape<8, 1>> r2;
+            tf::variable<"ref_b2", double, tf::shape<1>> rb2;
+            init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
+            auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
+            auto ref_step = opt.minimize(ref_loss);
+            tf::session ref;
+            double first = 0, last = 0;
+            for (int k = 0; k < steps; ++k) {
+                // in step 2 worker 1 has no rows (its rows go nowhere: the reference skips them too)
+                const bool empty = k == 2 && me == 1;
+                const double l = empty ? training.run(s, tf::feed(x, xe), tf::feed(y, ye))
+                                       : training.run(s, tf::feed(x, xm), tf::feed(y, ym));
+                (void)l;
+                std::vector<int> used;
+                for (int i = 0; i < batch; ++i)
+                    if (!(k == 2 && workers > 1 && i % workers == 1)) used.push_back(i);
+                tf::tensor<double> xu, yu;
+                fill_rows(used, xu, yu);
+                const auto [rl, done] = ref.run(tf::fetch(ref_loss, ref_step), tf::feed(x, xu), tf::feed(y, yu));
+                (void)done;
+                if (k == 0) first = static_cast<double>(rl[0]);
+            }
+            training.pull();
+            const auto [l_end] = ref.run(tf::fetch(ref_loss), tf::feed(x, xa), tf::feed(y, ya));
+            last = static_cast<double>(l_end[0]);
+            const double worst = std::max({max_rel_diff(w1, r1), max_rel_diff(b1, rb1), max_rel_diff(w2, r2), max_rel_diff(b2, rb2)});
+            expect(last < first, "the loss did not go down");
+            expect(worst <= 1e-10, "pulled weights differ from single-process training by " + std::to_string(worst));
+            if (me == 0)
+                std::printf("ps training: workers=%d ps=2 batch=%d steps=%d max_weight_diff=%.3g first_loss=%.6f final_loss=%.6f\n",
+                            workers, batch, steps, worst, first, last);
+            training.finish();
+        }
+        // a worker built from another model (w2 with 2 outputs): refused, naming both fingerprints
+        {
+            tf::variable<"w1", double, tf::shape<4, 8>> v1;
+            tf::variable<"b1", double, tf::shape<8>> c1;
+            tf::variable<"w2", double, tf::shape<8, 2>> v2;
+            tf::variable<"b2", double, tf::shape<1>> c2;
+            auto bad_loss = tf::mean(tf::matmul(tf::tanh(tf::matmul(x, v1) + c1), v2)) + tf::sum(c2);
+            auto bad = tfd::parameter_servers<placement>(t, opt).minimize(bad_loss);
+            std::string what;
+            try {
+                if (is_ps) training.serve(s);
+                else if (me == 0) bad.pull();
+                else training.pull();
+            } catch (const tfd::error& e) {
+                what = e.what();
+            }
+            expect(what.find("fingerprint") != std::string::npos,
+                   "a worker with another model fails every task naming the fingerprints, not: '" + what + "'");
+            (void)bad;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ps_test: %s\n", e.what());
+        return 1;
+    }
+    if (failures == 0) std::printf("ps: OK\n");
+    return failures == 0 ? 0 : 1;
+}
