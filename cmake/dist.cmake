@@ -180,6 +180,9 @@ foreach(_b typeflow tcp_ring)
 endforeach()
 # The mirrored strategy's data-parallel MLP step against its compute and one
 # all-reduce of its gradients.
+add_executable(bench_dist_ps ${_bd}/bench_ps.cpp)
+target_link_libraries(bench_dist_ps PRIVATE typeflow_dist)
+target_compile_options(bench_dist_ps PRIVATE -O2)
 add_executable(bench_dist_mirrored ${_bd}/bench_mirrored.cpp)
 target_link_libraries(bench_dist_mirrored PRIVATE typeflow_dist)
 target_compile_options(bench_dist_mirrored PRIVATE -O2)

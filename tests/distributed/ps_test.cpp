@@ -136,6 +136,9 @@ int main(int argc, char** argv) {
                 if (k == 0) first = static_cast<double>(rl[0]);
             }
             training.pull();
+            // every pull brings the whole model once: 49 doubles, split over the two ps tasks
+            expect(training.stats().bytes_received == static_cast<std::uint64_t>(steps + 1) * 49 * 8,
+                   "a worker received " + std::to_string(training.stats().bytes_received) + " bytes of values");
             const auto [l_end] = ref.run(tf::fetch(ref_loss), tf::feed(x, xa), tf::feed(y, ya));
             last = static_cast<double>(l_end[0]);
             const double worst = std::max({max_rel_diff(w1, r1), max_rel_diff(b1, rb1), max_rel_diff(w2, r2), max_rel_diff(b2, rb2)});

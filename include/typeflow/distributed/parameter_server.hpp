@@ -56,6 +56,14 @@ struct ps_placement {
     static constexpr int ps_tasks = NumPs;
 };
 
+/// Counters of a ps_training object on one task.
+struct ps_stats {
+    std::uint64_t rounds = 0;          ///< ps: rounds served; worker: requests made
+    std::uint64_t bytes_sent = 0;      ///< payload bytes of every frame sent (values, gradients, requests)
+    std::uint64_t bytes_received = 0;  ///< and received
+    double update_seconds = 0;         ///< ps: time in the optimizer's update
+};
+
 namespace detail {
 /// The placeholder through which a ps feeds the averaged gradient of V to the update.
 template <class V>
@@ -97,8 +105,10 @@ struct ps_channels {
         return std::max<std::size_t>(1, t->options().segment_bytes / dtype_size(d));
     }
     /// Sends `count` elements as one message (frames of at most segment_bytes).
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
     template <class T>
     void send(std::vector<request>& out, int peer, op_code op, const T* p, std::size_t count) {
+        bytes_sent += count * sizeof(T);
         const std::uint64_t seq = 0;
         const std::size_t seg = segment_elems(dtype_of<T>);
         for (std::size_t at = 0; at < count; at += seg)
@@ -107,10 +117,23 @@ struct ps_channels {
     /// Receives such a message into `p`.
     template <class T>
     void recv(std::vector<request>& out, int peer, op_code op, T* p, std::size_t count) {
+        bytes_received += count * sizeof(T);
         const std::uint64_t seq = 0;
         const std::size_t seg = segment_elems(dtype_of<T>);
         for (std::size_t at = 0; at < count; at += seg)
             out.push_back(t->recv(peer, header(op, dtype_of<T>, seq, count, at, std::min(seg, count - at)), p + at));
+    }
+    /// Receives such a message piece by piece: f(first element, piece, elements)
+    /// as each piece is read (on any of the transport's threads), nothing stored.
+    template <class T, class F>
+    void recv_each(std::vector<request>& out, int peer, op_code op, T* scratch, std::size_t count, F f) {
+        bytes_received += count * sizeof(T);
+        const std::size_t seg = segment_elems(dtype_of<T>);
+        for (std::size_t at = 0; at < count; at += seg)
+            out.push_back(t->recv(peer, header(op, dtype_of<T>, 0, count, at, std::min(seg, count - at)), scratch + at,
+                                  [f, at](std::size_t off, const std::byte* piece, std::size_t bytes) {
+                                      f(at + off / sizeof(T), reinterpret_cast<const T*>(piece), bytes / sizeof(T));
+                                  }));
     }
     void wait_all(std::vector<request>& rs) {
         const auto deadline = std::chrono::steady_clock::now() + t->options().op_timeout;
@@ -190,6 +213,9 @@ public:
     /// worker has.
     void finish() { request_all(detail::ps_request::done); }
 
+    /// Counters so far.
+    ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_}; }
+
     // ---- ps tasks ----
 
     /// Serves the workers until every one has finished: each round, answers
@@ -220,6 +246,7 @@ public:
                 }
             if (asking.empty()) return updates;
             ch_.wait_all(rs);
+            ++rounds_;
             std::vector<std::size_t> stepping;
             for (std::size_t w : asking) {
                 const auto kind = static_cast<detail::ps_request>(req[2 * w]);
@@ -261,15 +288,18 @@ public:
                 }
                 if (head[0] == 0) continue;
                 total += head[0];
-                for (std::size_t i : mine) recv_shard(rs, ch_.workers[w], i);
+                // summed into the accumulators as the pieces arrive (one
+                // worker at a time: the same order, the same bits, every run)
+                for (std::size_t i : mine) recv_shard(rs, ch_.workers[w], i, head[0]);
                 ch_.wait_all(rs);
-                for (std::size_t i : mine) accumulate(i, head[0]);
             }
             if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
+            const auto t0 = std::chrono::steady_clock::now();
             for (std::size_t i : mine) average(i, total);
             [&]<std::size_t... K>(std::index_sequence<K...>) {
                 s.run(apply_, grad_feed<K>()...);
             }(std::index_sequence_for<Vs...>{});
+            update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             ++updates;
         }
     }
@@ -305,6 +335,7 @@ private:
     }
 
     void request_all(detail::ps_request kind) {
+        ++rounds_;
         std::vector<request> rs;
         for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
             req_[2 * p] = static_cast<std::int64_t>(kind);
@@ -340,19 +371,15 @@ private:
             ch_.send(rs, worker, op_code::pull, t.data() + shard_at(i), shard_size(i));
         });
     }
-    void recv_shard(std::vector<request>& rs, int worker, std::size_t i) {
+    // acc += n * the worker's gradient rows of shard i
+    void recv_shard(std::vector<request>& rs, int worker, std::size_t i, double n) {
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
-            T* dst = reinterpret_cast<T*>(scratch_.data()) + scratch_at_[i];
-            ch_.recv(rs, worker, op_code::push, dst, shard_size(i));
-        });
-    }
-    void accumulate(std::size_t i, double n) {
-        with_var(P::shards[i].var, [&](auto k) {
-            using T = value_type_t<var_t<decltype(k)::value>>;
-            const T* g = reinterpret_cast<const T*>(scratch_.data()) + scratch_at_[i];
+            T* scratch = reinterpret_cast<T*>(scratch_.data()) + scratch_at_[i];
             double* a = acc_.data() + acc_at_[i];
-            for (std::size_t e = 0; e < shard_size(i); ++e) a[e] += n * static_cast<double>(g[e]);
+            ch_.recv_each(rs, worker, op_code::push, scratch, shard_size(i), [a, n](std::size_t at, const T* g, std::size_t m) {
+                for (std::size_t e = 0; e < m; ++e) a[at + e] += n * static_cast<double>(g[e]);
+            });
         });
     }
     void average(std::size_t i, double total) {
@@ -385,6 +412,8 @@ private:
     }
 
     detail::ps_channels ch_;
+    std::uint64_t rounds_ = 0;
+    double update_seconds_ = 0;
     Fetch fetch_;
     Apply apply_;
     typeflow::detail::children_of<Vs...> vars_;
