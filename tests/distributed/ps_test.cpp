@@ -7,7 +7,8 @@
 // reference. Checks: after every step the reference's loss is the global
 // loss the workers' losses add up to; at the end, the values a final pull
 // brings equal the reference within summation-order tolerance, and the loss
-// went down. Then a worker with a different model: every task fails with an
+// went down. Then asynchronous training of a fresh model, whose final loss
+// must reach single-process training's after as many steps. Then a worker with a different model: every task fails with an
 // error naming both fingerprints.
 //
 //   ps_test <global batch> <steps>
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
     const int batch = std::atoi(argv[1]), steps = std::atoi(argv[2]);
     try {
         tfd::transport t(tfd::cluster_spec::from_env());
+        tfd::ring_collective comm(t);  // barriers between the phases
         const tfd::cluster_spec& spec = t.spec();
         const bool is_ps = spec.task.type == tfd::role::ps;
         int workers = 0;
@@ -149,7 +151,49 @@ int main(int argc, char** argv) {
                             workers, batch, steps, worst, first, last);
             training.finish();
         }
+        // asynchronous training of a fresh model: every push applied alone as it comes
+        {
+            tf::variable<"a/w1", double, tf::shape<4, 8>> a1;
+            tf::variable<"a/b1", double, tf::shape<8>> ab1;
+            tf::variable<"a/w2", double, tf::shape<8, 1>> a2;
+            tf::variable<"a/b2", double, tf::shape<1>> ab2;
+            init(a1, salt), init(ab1, salt + 10), init(a2, salt + 20), init(ab2, salt + 30);
+            auto async_loss = mlp_loss(x, y, a1, ab1, a2, ab2);
+            auto async_training = tfd::parameter_servers<placement>(t, opt).minimize(async_loss);
+            if (is_ps) {
+                const std::size_t updates = async_training.serve(s, tfd::ps_mode::async);
+                expect(updates == static_cast<std::size_t>(steps * workers),
+                       "async: ps applied " + std::to_string(updates) + " updates, not one per push");
+            } else {
+                std::vector<int> mine, all;
+                for (int i = 0; i < batch; ++i) {
+                    all.push_back(i);
+                    if (i % workers == me) mine.push_back(i);
+                }
+                tf::tensor<double> xm, ym, xa, ya;
+                fill_rows(mine, xm, ym);
+                fill_rows(all, xa, ya);
+                for (int k = 0; k < steps; ++k) async_training.run(s, tf::feed(x, xm), tf::feed(y, ym));
+                async_training.pull();
+                const double l = static_cast<double>(s.run(async_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+                // the same model trained in one process for as many steps on the whole batch
+                tf::variable<"aref/w1", double, tf::shape<4, 8>> r1;
+                tf::variable<"aref/b1", double, tf::shape<8>> rb1;
+                tf::variable<"aref/w2", double, tf::shape<8, 1>> r2;
+                tf::variable<"aref/b2", double, tf::shape<1>> rb2;
+                init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
+                auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
+                auto ref_step = opt.minimize(ref_loss);
+                tf::session ref;
+                for (int k = 0; k < steps; ++k) ref.run(ref_step, tf::feed(x, xa), tf::feed(y, ya));
+                const double lr = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+                expect(l <= 1.05 * lr, "async: final loss " + std::to_string(l) + " above the single-process " + std::to_string(lr));
+                if (me == 0) std::printf("ps async: workers=%d steps=%d final_loss=%.6f single_process=%.6f\n", workers, steps, l, lr);
+                async_training.finish();
+            }
+        }
         // a worker built from another model (w2 with 2 outputs): refused, naming both fingerprints
+        comm.barrier();  // every ps has left the asynchronous phase (the refusal fails the transport)
         {
             tf::variable<"w1", double, tf::shape<4, 8>> v1;
             tf::variable<"b1", double, tf::shape<8>> c1;

@@ -845,3 +845,38 @@ TEST_CASE("tasks whose address is \"*\" report their ports at join and meet thro
     ts[2]->wait(r, soon());
     CHECK(b == a);
 }
+
+TEST_CASE("test() completes a receive from a socket the caller owns without waiting, done() alone does not") {
+    // the heartbeat tick (which hands idle sockets back to the I/O thread) is 3 s apart here
+    auto ts = start_all(tfd_test::local_specs(2, R"({"heartbeat_timeout_ms": 60000})"));
+    auto e = ts[0]->epoch();
+    std::vector<int> a(100, 6), b(100, 0);
+    // a first exchange waited for: worker:1 now reads worker:0's socket itself
+    auto r1 = ts[1]->recv(0, slice(e, 1, 100, 0, 100), b.data());
+    ts[0]->wait(ts[0]->send(1, slice(e, 1, 100, 0, 100), a.data()), soon());
+    ts[1]->wait(r1, soon());
+    auto r2 = ts[1]->recv(0, slice(e, 2, 100, 0, 100), b.data());
+    ts[0]->wait(ts[0]->send(1, slice(e, 2, 100, 0, 100), a.data()), soon());
+    std::this_thread::sleep_for(100ms);
+    CHECK_FALSE(ts[1]->done(r2));  // nobody has read it yet
+    const auto t0 = clock_type::now();
+    while (!ts[1]->test(r2) && clock_type::now() - t0 < 2s) std::this_thread::sleep_for(1ms);
+    CHECK(ts[1]->done(r2));
+    CHECK(clock_type::now() - t0 < 1s);
+    CHECK(b == a);
+    // after a failure, test throws the failure
+    auto r3 = ts[1]->recv(0, slice(e, 3, 100, 0, 100), b.data());
+    ts[0]->abort("test abort");
+    const auto t1 = clock_type::now();
+    bool threw = false;
+    while (clock_type::now() - t1 < 5s && !threw) {
+        try {
+            ts[1]->test(r3);
+        } catch (const error& err) {
+            threw = std::string(err.what()).find("test abort") != std::string::npos;
+            break;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(threw);
+}

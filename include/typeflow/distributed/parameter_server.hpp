@@ -1,12 +1,13 @@
 #pragma once
-// typeflow::dist::parameter_servers — synchronous training with variables on
+// typeflow::dist::parameter_servers — training with variables on
 // parameter-server tasks (TensorFlow's between-graph replication with
 // replica_device_setter and SyncReplicasOptimizer): every task builds the
 // same model; the ps tasks hold the variables, placed at compile time
 // (distributed/placement.hpp), and run the optimizer and its slots; each
 // step, every worker pulls the current values, computes the gradients of its
 // examples and pushes them; each ps averages the pushes of the step over
-// all workers' examples and applies one update.
+// all workers' examples and applies one update (ps_mode::sync), or applies
+// each push alone as it arrives (ps_mode::async).
 //
 // Include it after <typeflow/typeflow.hpp> and <typeflow/dist.hpp>:
 //
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -54,6 +56,17 @@ struct ps_placement {
     template <class... Vs>
     using of = placement<NumPs, Strategy, Partitioner, Vs...>;
     static constexpr int ps_tasks = NumPs;
+};
+
+/// How a ps applies the workers' gradients.
+enum class ps_mode {
+    /// One update per round from every worker's push, averaged over all their
+    /// examples: the same result as one process on the whole batch.
+    sync,
+    /// Each push is applied alone as soon as it arrives (TensorFlow's default
+    /// between-graph training): no worker waits for another, and a worker's
+    /// gradient may come from values others have updated since (stale).
+    async,
 };
 
 /// Counters of a ps_training object on one task.
@@ -225,7 +238,10 @@ public:
     /// optimizer to the average. Returns the number of updates applied. A
     /// worker with a different model (fingerprint) fails the cluster with an
     /// error naming both fingerprints.
-    std::size_t serve(session& s) {
+    /// With ps_mode::async, each worker is served on its own: its push is
+    /// applied alone as soon as it arrives, and its next request answered at
+    /// once. Workers run the same code in both modes.
+    std::size_t serve(session& s, ps_mode mode = ps_mode::sync) {
         const cluster_spec& spec = ch_.t->spec();
         if (spec.task.type != role::ps) throw error("parameter servers: serve() runs on ps tasks, this is " + spec.task.name());
         const int me = spec.task.index;
@@ -233,6 +249,7 @@ public:
         for (std::size_t i = 0; i < P::shard_count; ++i)
             if (P::shards[i].ps == me) mine.push_back(i);
         prepare_grad_buffers();
+        if (mode == ps_mode::async) return serve_async(s, mine);
         std::vector<char> active(ch_.workers.size(), 1);
         std::vector<std::int64_t> req(2 * ch_.workers.size());
         std::size_t updates = 0;
@@ -305,6 +322,105 @@ public:
     }
 
 private:
+    // a request's fingerprint and kind, checked; throws (after failing the cluster) when wrong
+    detail::ps_request check_request(std::size_t w, const std::int64_t* req) {
+        const auto kind = static_cast<detail::ps_request>(req[0]);
+        const auto fp = static_cast<std::uint64_t>(req[1]);
+        std::string why;
+        if (fp != fingerprint)
+            why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " runs a different model: fingerprint " + hex(fp) +
+                  ", this ps (" + ch_.t->spec().task.name() + ") has " + hex(fingerprint);
+        else if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
+            why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " sent an unknown request " + std::to_string(req[0]);
+        if (!why.empty()) {
+            ch_.t->abort(why);
+            throw error(why);
+        }
+        return kind;
+    }
+    std::size_t serve_async(session& s, const std::vector<std::size_t>& mine) {
+        // per worker: what it is expected to send next, and the receives posted for it
+        enum class expect { request, head, grads, done };
+        const std::size_t W = ch_.workers.size();
+        std::vector<expect> state(W, expect::request);
+        std::vector<std::vector<request>> posted(W);
+        std::vector<std::int64_t> req(2 * W);
+        std::vector<double> head(2 * W);
+        std::size_t updates = 0, active = W;
+        int busy = -1;  // the worker whose gradients are being received (acc_ holds one push at a time)
+        std::vector<std::size_t> queued;  // workers whose head came while another's gradients were arriving
+        std::vector<request> rs;
+        auto post_request = [&](std::size_t w) {
+            state[w] = expect::request;
+            ch_.recv(posted[w], ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
+        };
+        auto post_grads = [&](std::size_t w) {
+            busy = static_cast<int>(w);
+            state[w] = expect::grads;
+            std::fill(acc_.begin(), acc_.end(), 0.0);
+            for (std::size_t i : mine) recv_shard(posted[w], ch_.workers[w], i, 1.0);
+        };
+        for (std::size_t w = 0; w < W; ++w) post_request(w);
+        while (active > 0) {
+            bool progressed = false;
+            for (std::size_t w = 0; w < W; ++w) {
+                if (state[w] == expect::done || posted[w].empty()) continue;
+                bool all = true;
+                for (const request& r : posted[w]) all = all && ch_.t->test(r);
+                if (!all) continue;
+                progressed = true;
+                posted[w].clear();
+                if (state[w] == expect::request) {
+                    ++rounds_;
+                    const auto kind = check_request(w, req.data() + 2 * w);
+                    if (kind == detail::ps_request::done) {
+                        state[w] = expect::done;
+                        --active;
+                        continue;
+                    }
+                    for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
+                    ch_.wait_all(rs);  // out before an update changes them
+                    if (kind == detail::ps_request::pull) post_request(w);
+                    else {
+                        state[w] = expect::head;
+                        ch_.recv(posted[w], ch_.workers[w], op_code::push, head.data() + 2 * w, 2);
+                    }
+                } else if (state[w] == expect::head) {
+                    const double n = head[2 * w];
+                    if (!(n >= 0)) {
+                        const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " +
+                                                std::to_string(n) + " examples";
+                        ch_.t->abort(why);
+                        throw error(why);
+                    }
+                    if (n == 0) post_request(w);
+                    else if (busy < 0) post_grads(w);
+                    else queued.push_back(w);
+                } else {  // its gradients are in: one update from them alone
+                    const auto t0 = std::chrono::steady_clock::now();
+                    for (std::size_t i : mine) average(i, 1.0);
+                    [&]<std::size_t... K>(std::index_sequence<K...>) {
+                        s.run(apply_, grad_feed<K>()...);
+                    }(std::index_sequence_for<Vs...>{});
+                    update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    ++updates;
+                    busy = -1;
+                    post_request(w);
+                    if (!queued.empty()) {
+                        const std::size_t next = queued.front();
+                        queued.erase(queued.begin());
+                        post_grads(next);
+                    }
+                }
+            }
+            if (ch_.t->failed()) throw error(ch_.t->failure());
+            // a short sleep, not yield: on a loaded machine a yield gives the
+            // core away for a whole time slice
+            if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        return updates;
+    }
+
     template <std::size_t K>
     using var_t = std::tuple_element_t<K, std::tuple<Vs...>>;
     static std::string hex(std::uint64_t v) {

@@ -116,6 +116,13 @@ public:
     transport_stats stats() const noexcept;
     /// True once `r` has completed (never blocks).
     bool done(const request& r) const noexcept;
+    /// Like `done`, but makes progress first without blocking: a receive
+    /// whose peer's socket this thread reads (after a wait, a receive posted
+    /// takes it over) reads what has arrived. For waiting on several peers at
+    /// once: poll `test` over them (`done` alone would see such a receive
+    /// only when the heartbeat tick hands the socket back). Throws `error`
+    /// once the transport has failed.
+    bool test(const request& r);
 
     /// Fails the transport with `reason` and tells the peers. Idempotent.
     void abort(const std::string& reason);

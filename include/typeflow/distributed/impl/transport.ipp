@@ -111,6 +111,7 @@ TYPEFLOW_DIST_DECL transport_stats transport::stats() const noexcept {
 }
 
 TYPEFLOW_DIST_DECL bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
+TYPEFLOW_DIST_DECL bool transport::test(const request& r) { return impl_->test(r); }
 
 TYPEFLOW_DIST_DECL void transport::abort(const std::string& reason) {
     if (!impl_->failed.load()) impl_->abort_from_caller(reason);

@@ -357,6 +357,7 @@ struct transport_impl {
     int read_owned(pollfd* pf, int nf);
     void wait_send(const req_state& r, clock::time_point deadline);
     void wait(const std::shared_ptr<req_state>& r, clock::time_point deadline);
+    bool test(const std::shared_ptr<req_state>& r);
 
     // heartbeats and shutdown (transport_heartbeat.ipp)
     asio::awaitable<void> tick_loop();

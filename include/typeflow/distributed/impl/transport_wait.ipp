@@ -104,6 +104,25 @@ TYPEFLOW_DIST_DECL bool transport_impl::read_until(peer_state& p, const req_stat
     }
 }
 
+/// Caller: progress on `r` without blocking: a receive from a peer whose
+/// socket this caller owns reads what has arrived (as a wait would).
+TYPEFLOW_DIST_DECL bool transport_impl::test(const std::shared_ptr<req_state>& r) {
+    if (r->state.load(std::memory_order_acquire)) return true;
+    if (failed.load()) throw error(failure());
+    if (!r->is_send && r->peer >= 0 && r->peer < size && r->peer != rank) {
+        peer_state& p = *peers[static_cast<std::size_t>(r->peer)];
+        if (p.caller_owned.load() && p.sock && !p.rx_closed.load() && !failing_flag.load() && p.rmu.try_lock()) {
+            const rx k = pump(p, false, r.get());
+            unlock_rx(p);
+            if (k == rx::parked) {  // hand the socket back to the I/O thread, as wait does
+                p.caller_owned.store(false);
+                asio::post(io, [&p] { p.wake->cancel(); });
+            }
+        }
+    }
+    return r->state.load(std::memory_order_acquire) != 0;
+}
+
 /// Caller: reads every socket it has taken over that nobody else is reading
 /// now, and adds those that are drained to `pf[nf..max_poll)` to poll for
 /// input. Returns the new count.
