@@ -18,8 +18,10 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 for attempt in 1 2 3; do
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  # as root (CI containers) mpirun needs --allow-run-as-root; more tasks than cores need --oversubscribe
-  timeout 150 mpirun --allow-run-as-root --oversubscribe -np "$n" \
+  # as root (CI containers) mpirun needs --allow-run-as-root; more tasks than
+  # cores need --oversubscribe; Open MPI's own wiring stays on loopback (the
+  # machine may have no other interface)
+  timeout 150 mpirun --allow-run-as-root --oversubscribe --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo -np "$n" \
     -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x TYPEFLOW_SECRET=mpirun-test-secret "$@" >"$log" 2>&1
   rc=$?
   cat "$log"
