@@ -266,24 +266,10 @@ public:
             ++rounds_;
             std::vector<std::size_t> stepping;
             for (std::size_t w : asking) {
-                const auto kind = static_cast<detail::ps_request>(req[2 * w]);
-                const auto fp = static_cast<std::uint64_t>(req[2 * w + 1]);
-                if (fp != fingerprint) {
-                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) +
-                                            " runs a different model: fingerprint " + hex(fp) + ", this ps (" +
-                                            spec.task.name() + ") has " + hex(fingerprint);
-                    ch_.t->abort(why);
-                    throw error(why);
-                }
+                const auto kind = check_request(w, req.data() + 2 * w);
                 if (kind == detail::ps_request::done) {
                     active[w] = 0;
                     continue;
-                }
-                if (kind != detail::ps_request::step && kind != detail::ps_request::pull) {
-                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) +
-                                            " sent an unknown request " + std::to_string(req[2 * w]);
-                    ch_.t->abort(why);
-                    throw error(why);
                 }
                 for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
                 if (kind == detail::ps_request::step) stepping.push_back(w);
@@ -297,12 +283,7 @@ public:
             for (std::size_t w : stepping) {
                 ch_.recv(rs, ch_.workers[w], op_code::push, head.data(), 2);
                 ch_.wait_all(rs);
-                if (!(head[0] >= 0)) {
-                    const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " +
-                                            std::to_string(head[0]) + " examples";
-                    ch_.t->abort(why);
-                    throw error(why);
-                }
+                check_examples(w, head[0]);
                 if (head[0] == 0) continue;
                 total += head[0];
                 // summed into the accumulators as the pieces arrive (one
@@ -332,11 +313,18 @@ private:
                   ", this ps (" + ch_.t->spec().task.name() + ") has " + hex(fingerprint);
         else if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
             why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " sent an unknown request " + std::to_string(req[0]);
-        if (!why.empty()) {
-            ch_.t->abort(why);
-            throw error(why);
-        }
+        if (!why.empty()) refuse(why);
         return kind;
+    }
+    // a push's example count: not negative, not NaN
+    void check_examples(std::size_t w, double n) {
+        if (!(n >= 0))
+            refuse("parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " + std::to_string(n) + " examples");
+    }
+    // fails the cluster (the workers learn why) and throws
+    [[noreturn]] void refuse(const std::string& why) {
+        ch_.t->abort(why);
+        throw error(why);
     }
     std::size_t serve_async(session& s, const std::vector<std::size_t>& mine) {
         // per worker: what it is expected to send next, and the receives posted for it
@@ -387,12 +375,7 @@ private:
                     }
                 } else if (state[w] == expect::head) {
                     const double n = head[2 * w];
-                    if (!(n >= 0)) {
-                        const std::string why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " +
-                                                std::to_string(n) + " examples";
-                        ch_.t->abort(why);
-                        throw error(why);
-                    }
+                    check_examples(w, n);
                     if (n == 0) post_request(w);
                     else if (busy < 0) post_grads(w);
                     else queued.push_back(w);
