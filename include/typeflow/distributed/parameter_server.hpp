@@ -162,8 +162,8 @@ index_t ps_example_count(const F0& f, const F&...) noexcept {
 }
 }  // namespace detail
 
-/// Synchronous parameter-server training of the variables Vs... (see the top
-/// of this header and parameter_servers::minimize). P is the placement.
+/// Parameter-server training of the variables Vs... (see the top of this
+/// header and parameter_servers). P is the placement.
 template <class P, class Loss, class Fetch, class Apply, class... Vs>
 class ps_training {
     static constexpr std::size_t N = sizeof...(Vs);
@@ -181,12 +181,12 @@ public:
 
     // ---- workers ----
 
-    /// One synchronous step with this worker's feeds (the first feed's leading
-    /// extent counts its examples, possibly none): pulls the current values of
-    /// every variable into this task's copies, computes the loss and the
-    /// gradients, pushes them to the ps tasks that hold each shard. Returns
-    /// this worker's loss (0 without examples). Every worker must call it the
-    /// same number of times; the ps tasks apply one update per round.
+    /// One step with this worker's feeds (the first feed's leading extent
+    /// counts its examples, possibly none): pulls the current values of every
+    /// variable into this task's copies, computes the loss and the gradients,
+    /// pushes them to the ps tasks that hold each shard. Returns this worker's
+    /// loss (0 without examples). The same code for both ps modes; with
+    /// ps_mode::sync a round waits for every worker that has not finished.
     template <class... Feeds>
     loss_type run(session& s, const Feeds&... feeds) {
         const double n = static_cast<double>(detail::ps_example_count(feeds...));
