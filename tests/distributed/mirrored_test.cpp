@@ -17,6 +17,8 @@
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/mirrored.hpp>
 
+#include "mlp_support.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,37 +31,11 @@ namespace tf = typeflow;
 namespace tfd = typeflow::dist;
 
 namespace {
-int failures = 0;
-void expect(bool ok, const std::string& what) {
-    if (!ok) {
-        ++failures;
-        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-    }
-}
-
-// Row i of the data set: 4 features and a target from a planted function.
-template <class T>
-void fill_rows(const std::vector<int>& rows, tf::tensor<T>& x, tf::tensor<T>& y) {
-    x = tf::tensor<T>({static_cast<tf::index_t>(rows.size()), 4});
-    y = tf::tensor<T>({static_cast<tf::index_t>(rows.size()), 1});
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        const double i = rows[r];
-        double t = 0;
-        for (int j = 0; j < 4; ++j) {
-            const double v = std::sin(0.37 * i + 1.3 * j);
-            x[static_cast<tf::index_t>(r * 4 + j)] = static_cast<T>(v);
-            t += (j + 1) * v;
-        }
-        y[static_cast<tf::index_t>(r)] = static_cast<T>(std::tanh(0.5 * t));
-    }
-}
-// Deterministic initial values; `salt` makes each task's differ.
-template <class V>
-void init(V& v, double salt) {
-    auto& t = v.value();
-    for (tf::index_t i = 0; i < t.size(); ++i)
-        t[i] = static_cast<tf::value_type_t<V>>(0.4 * std::sin(1.7 * static_cast<double>(i) + 0.9 * salt + 0.3));
-}
+using tfd_test::expect;
+using tfd_test::fill_rows;
+using tfd_test::init;
+using tfd_test::max_rel_diff;
+using tfd_test::mlp_loss;
 template <class V>
 bool bits_agree(tfd::collective& c, const V& v) {
     using T = tf::value_type_t<V>;
@@ -69,22 +45,6 @@ bool bits_agree(tfd::collective& c, const V& v) {
     c.all_reduce(std::span<T>(lo), tfd::reduce_op::min);
     return hi == lo;
 }
-template <class A, class B>
-double max_rel_diff(const A& a, const B& b) {
-    double worst = 0;
-    for (tf::index_t i = 0; i < a.value().size(); ++i) {
-        const double x = a.value()[i], y = b.value()[i];
-        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(y)));
-    }
-    return worst;
-}
-
-// The MLP: 4 -> 8 (tanh) -> 1, mean squared error.
-template <class X, class Y, class W1, class B1, class W2, class B2>
-auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, const B2& b2) {
-    return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
-}
-
 template <class T, tf::fixed_string P, class Opt>
 void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const char* what, bool one_empty,
            tfd::mirrored_options o = {}, std::size_t buckets = 2) {
@@ -207,6 +167,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mirrored_test: %s\n", e.what());
         return 1;
     }
-    if (failures == 0) std::printf("mirrored: OK\n");
-    return failures == 0 ? 0 : 1;
+    if (tfd_test::failures == 0) std::printf("mirrored: OK\n");
+    return tfd_test::failures == 0 ? 0 : 1;
 }

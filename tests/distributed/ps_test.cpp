@@ -16,6 +16,8 @@
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
 
+#include "mlp_support.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,49 +28,11 @@
 
 namespace tf = typeflow;
 namespace tfd = typeflow::dist;
-
-namespace {
-int failures = 0;
-void expect(bool ok, const std::string& what) {
-    if (!ok) {
-        ++failures;
-        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-    }
-}
-
-void fill_rows(const std::vector<int>& rows, tf::tensor<double>& x, tf::tensor<double>& y) {
-    x = tf::tensor<double>({static_cast<tf::index_t>(rows.size()), 4});
-    y = tf::tensor<double>({static_cast<tf::index_t>(rows.size()), 1});
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        const double i = rows[r];
-        double t = 0;
-        for (int j = 0; j < 4; ++j) {
-            const double v = std::sin(0.37 * i + 1.3 * j);
-            x[static_cast<tf::index_t>(r * 4 + j)] = v;
-            t += (j + 1) * v;
-        }
-        y[static_cast<tf::index_t>(r)] = std::tanh(0.5 * t);
-    }
-}
-template <class V>
-void init(V& v, double salt) {
-    auto& t = v.value();
-    for (tf::index_t i = 0; i < t.size(); ++i) t[i] = 0.4 * std::sin(1.7 * static_cast<double>(i) + 0.9 * salt + 0.3);
-}
-template <class A, class B>
-double max_rel_diff(const A& a, const B& b) {
-    double worst = 0;
-    for (tf::index_t i = 0; i < a.value().size(); ++i) {
-        const double x = a.value()[i], y = b.value()[i];
-        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(y)));
-    }
-    return worst;
-}
-template <class X, class Y, class W1, class B1, class W2, class B2>
-auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, const B2& b2) {
-    return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
-}
-}  // namespace
+using tfd_test::expect;
+using tfd_test::fill_rows;
+using tfd_test::init;
+using tfd_test::max_rel_diff;
+using tfd_test::mlp_loss;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
@@ -95,6 +59,15 @@ int main(int argc, char** argv) {
         const double salt = is_ps ? 0 : 5 + me;
         init(w1, salt), init(b1, salt + 10), init(w2, salt + 20), init(b2, salt + 30);
         auto opt = tf::train::adam(0.01);
+        // a worker's rows: i = me, me + workers, ...; the whole batch for the references
+        std::vector<int> mine, all;
+        for (int i = 0; i < batch; ++i) {
+            all.push_back(i);
+            if (i % workers == me) mine.push_back(i);
+        }
+        tf::tensor<double> xm, ym, xa, ya;
+        fill_rows(mine, xm, ym);
+        fill_rows(all, xa, ya);
         using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
         auto training = tfd::parameter_servers<placement>(t, opt).minimize(mlp_loss(x, y, w1, b1, w2, b2));
         tf::session s;
@@ -104,15 +77,7 @@ int main(int argc, char** argv) {
                                                                    std::to_string(steps));
             std::printf("ps %s: %zu updates\n", spec.task.name().c_str(), updates);
         } else {
-            // this worker's rows: i = me, me + workers, ...; worker 1 has none in step 2
-            std::vector<int> mine, all;
-            for (int i = 0; i < batch; ++i) {
-                all.push_back(i);
-                if (i % workers == me) mine.push_back(i);
-            }
-            tf::tensor<double> xm, ym, xa, ya, xe({0, 4}), ye({0, 1});
-            fill_rows(mine, xm, ym);
-            fill_rows(all, xa, ya);
+            tf::tensor<double> xe({0, 4}), ye({0, 1});  // worker 1's rows in step 2
             tf::variable<"ref_w1", double, tf::shape<4, 8>> r1;
             tf::variable<"ref_b1", double, tf::shape<8>> rb1;
             tf::variable<"ref_w2", double, tf::shape<8, 1>> r2;
@@ -165,14 +130,6 @@ int main(int argc, char** argv) {
                 expect(updates == static_cast<std::size_t>(steps * workers),
                        "async: ps applied " + std::to_string(updates) + " updates, not one per push");
             } else {
-                std::vector<int> mine, all;
-                for (int i = 0; i < batch; ++i) {
-                    all.push_back(i);
-                    if (i % workers == me) mine.push_back(i);
-                }
-                tf::tensor<double> xm, ym, xa, ya;
-                fill_rows(mine, xm, ym);
-                fill_rows(all, xa, ya);
                 for (int k = 0; k < steps; ++k) async_training.run(s, tf::feed(x, xm), tf::feed(y, ym));
                 async_training.pull();
                 const double l = static_cast<double>(s.run(async_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
@@ -217,6 +174,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ps_test: %s\n", e.what());
         return 1;
     }
-    if (failures == 0) std::printf("ps: OK\n");
-    return failures == 0 ? 0 : 1;
+    if (tfd_test::failures == 0) std::printf("ps: OK\n");
+    return tfd_test::failures == 0 ? 0 : 1;
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -356,20 +357,24 @@ TEST_CASE("addresses are normalised: one endpoint spelled two ways is one addres
 // ---------------------------------------------------------------------------
 namespace {
 using env_map = std::map<std::string, std::string>;
-cluster_spec slurm(const env_map& m) {
-    return cluster_spec::from_slurm([&](const char* k) -> const char* {
+// a reader of recorded environments (from_slurm, from_mpi) run on m
+using env_reader = cluster_spec (*)(const std::function<const char*(const char*)>&);
+cluster_spec from_map(env_reader read, const env_map& m) {
+    return read([&](const char* k) -> const char* {
         const auto it = m.find(k);
         return it == m.end() ? nullptr : it->second.c_str();
     });
 }
-std::string slurm_error(const env_map& m) {
+std::string error_of(env_reader read, const env_map& m) {
     try {
-        slurm(m);
+        from_map(read, m);
     } catch (const error& e) {
         return e.what();
     }
     return "no error";
 }
+cluster_spec slurm(const env_map& m) { return from_map(&cluster_spec::from_slurm, m); }
+std::string slurm_error(const env_map& m) { return error_of(&cluster_spec::from_slurm, m); }
 }  // namespace
 
 TEST_CASE("Slurm node lists and task counts expand as Slurm writes them") {
@@ -449,20 +454,8 @@ TEST_CASE("a Slurm environment that is missing or inconsistent is an error namin
 // Tasks started by Open MPI's mpirun, and addresses reported at join ("*")
 // ---------------------------------------------------------------------------
 namespace {
-cluster_spec mpi(const env_map& m) {
-    return cluster_spec::from_mpi([&](const char* k) -> const char* {
-        const auto it = m.find(k);
-        return it == m.end() ? nullptr : it->second.c_str();
-    });
-}
-std::string mpi_error(const env_map& m) {
-    try {
-        mpi(m);
-    } catch (const error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+cluster_spec mpi(const env_map& m) { return from_map(&cluster_spec::from_mpi, m); }
+std::string mpi_error(const env_map& m) { return error_of(&cluster_spec::from_mpi, m); }
 }  // namespace
 
 TEST_CASE("a task started by mpirun gets the cluster from the Open MPI environment and MASTER_ADDR") {

@@ -29,6 +29,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/distributed/collective.hpp>
 #include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/example_count.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
@@ -42,14 +43,6 @@ namespace detail {
 template <class V>
 using mirrored_grad_t =
     placeholder<typeflow::concat<V::fixed_name, "/mirrored_grad">(), value_type_t<V>, shape_t<V>, device_t<V>>;
-
-/// The examples this task's run covers: the leading extent of the first feed
-/// (1 for a scalar feed or none).
-inline index_t example_count() noexcept { return 1; }
-template <class F0, class... F>
-index_t example_count(const F0& f, const F&...) noexcept {
-    return f.data.dims.rank ? f.data.dims.d[0] : 1;
-}
 }  // namespace detail
 
 /// How a mirrored step groups gradients into all_reduce calls.

@@ -21,6 +21,7 @@
 //         training.finish();
 //     }
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
@@ -38,6 +39,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/distributed/cluster_spec.hpp>
 #include <typeflow/distributed/error.hpp>
+#include <typeflow/distributed/example_count.hpp>
 #include <typeflow/distributed/frame.hpp>
 #include <typeflow/distributed/placement.hpp>
 #include <typeflow/distributed/transport.hpp>
@@ -155,11 +157,6 @@ struct ps_channels {
     }
 };
 
-inline index_t ps_example_count() noexcept { return 1; }
-template <class F0, class... F>
-index_t ps_example_count(const F0& f, const F&...) noexcept {
-    return f.data.dims.rank ? f.data.dims.d[0] : 1;
-}
 }  // namespace detail
 
 /// Parameter-server training of the variables Vs... (see the top of this
@@ -189,7 +186,7 @@ public:
     /// ps_mode::sync a round waits for every worker that has not finished.
     template <class... Feeds>
     loss_type run(session& s, const Feeds&... feeds) {
-        const double n = static_cast<double>(detail::ps_example_count(feeds...));
+        const double n = static_cast<double>(detail::example_count(feeds...));
         request_all(detail::ps_request::step);
         receive_values();
         std::vector<request> rs;
@@ -420,6 +417,12 @@ private:
         const placed_shard& s = P::shards[i];
         return static_cast<std::size_t>(s.row_end - s.row_begin) * row_elems(s.var);
     }
+    // shard i's first element in acc_ and scratch_ (every shard, in table order)
+    static constexpr std::size_t buffer_at(std::size_t i) {
+        std::size_t at = 0;
+        for (std::size_t j = 0; j < i; ++j) at += shard_size(j);
+        return at;
+    }
     static constexpr std::size_t row_elems(std::size_t v) {
         constexpr std::size_t numel[N] = {static_cast<std::size_t>(shape_t<Vs>::numel)...};
         constexpr std::size_t rows[N] = {(shape_t<Vs>::rank == 0 ? 1 : static_cast<std::size_t>(shape_t<Vs>::value.d[0]))...};
@@ -474,8 +477,8 @@ private:
     void recv_shard(std::vector<request>& rs, int worker, std::size_t i, double n) {
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
-            T* scratch = reinterpret_cast<T*>(scratch_.data()) + scratch_at_[i];
-            double* a = acc_.data() + acc_at_[i];
+            T* scratch = reinterpret_cast<T*>(scratch_.data()) + buffer_at(i);
+            double* a = acc_.data() + buffer_at(i);
             ch_.recv_each(rs, worker, op_code::push, scratch, shard_size(i), [a, n](std::size_t at, const T* g, std::size_t m) {
                 for (std::size_t e = 0; e < m; ++e) a[at + e] += n * static_cast<double>(g[e]);
             });
@@ -485,20 +488,13 @@ private:
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
             T* out = std::get<decltype(k)::value>(grads_).data() + shard_at(i);
-            const double* a = acc_.data() + acc_at_[i];
+            const double* a = acc_.data() + buffer_at(i);
             for (std::size_t e = 0; e < shard_size(i); ++e) out[e] = static_cast<T>(a[e] / total);
         });
     }
     void prepare_grad_buffers() {
-        std::size_t acc = 0, scratch = 0;
-        for (std::size_t i = 0; i < P::shard_count; ++i) {
-            acc_at_[i] = acc;
-            acc += shard_size(i);
-            scratch_at_[i] = scratch;
-            scratch += shard_size(i);
-        }
-        acc_.assign(acc, 0.0);
-        scratch_.assign(scratch, 0.0);  // doubles: room for either dtype, aligned
+        acc_.assign(buffer_at(P::shard_count), 0.0);
+        scratch_.assign(buffer_at(P::shard_count), 0.0);  // doubles: room for either dtype, aligned
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             ((std::get<K>(grads_).assign(static_cast<std::size_t>(shape_t<Vs>::numel), value_type_t<Vs>{})), ...);
         }(std::index_sequence_for<Vs...>{});
@@ -520,7 +516,7 @@ private:
     std::vector<double> head_ = std::vector<double>(2 * ch_.ps.size());
     std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // ps: the averaged gradients fed to the update (zeros elsewhere)
     std::vector<double> acc_, scratch_;
-    std::size_t acc_at_[P::shard_count] = {}, scratch_at_[P::shard_count] = {};
+
 };
 
 /// Parameter-server training over transport `t` with optimizer Opt and

@@ -1,0 +1,63 @@
+#pragma once
+// What the data-parallel training tests share (mirrored_test.cpp,
+// ps_test.cpp): a failure counter, the planted data set, deterministic
+// initial values, the MLP and a weight comparison.
+#include <typeflow/typeflow.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace tfd_test {
+namespace tf = typeflow;
+
+inline int failures = 0;
+inline void expect(bool ok, const std::string& what) {
+    if (!ok) {
+        ++failures;
+        std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    }
+}
+
+// Row i of the data set: 4 features and a target from a planted function.
+template <class T>
+inline void fill_rows(const std::vector<int>& rows, tf::tensor<T>& x, tf::tensor<T>& y) {
+    x = tf::tensor<T>({static_cast<tf::index_t>(rows.size()), 4});
+    y = tf::tensor<T>({static_cast<tf::index_t>(rows.size()), 1});
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const double i = rows[r];
+        double t = 0;
+        for (int j = 0; j < 4; ++j) {
+            const double v = std::sin(0.37 * i + 1.3 * j);
+            x[static_cast<tf::index_t>(r * 4 + j)] = static_cast<T>(v);
+            t += (j + 1) * v;
+        }
+        y[static_cast<tf::index_t>(r)] = static_cast<T>(std::tanh(0.5 * t));
+    }
+}
+// Deterministic initial values; `salt` makes each task's differ.
+template <class V>
+inline void init(V& v, double salt) {
+    auto& t = v.value();
+    for (tf::index_t i = 0; i < t.size(); ++i)
+        t[i] = static_cast<tf::value_type_t<V>>(0.4 * std::sin(1.7 * static_cast<double>(i) + 0.9 * salt + 0.3));
+}
+template <class A, class B>
+double max_rel_diff(const A& a, const B& b) {
+    double worst = 0;
+    for (tf::index_t i = 0; i < a.value().size(); ++i) {
+        const double x = a.value()[i], y = b.value()[i];
+        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(y)));
+    }
+    return worst;
+}
+
+// The MLP: 4 -> 8 (tanh) -> 1, mean squared error.
+template <class X, class Y, class W1, class B1, class W2, class B2>
+auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, const B2& b2) {
+    return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
+}
+
+}  // namespace tfd_test
