@@ -93,6 +93,12 @@ foreach(_n 2 3)
            COMMAND typeflow-launch -n ${_n} --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 20)
   set_tests_properties(dist.ps.workers${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# the same run ending with other bad input from a worker: an unknown request, a negative example count
+foreach(_bad request examples)
+  add_test(NAME dist.ps.bad_${_bad}
+           COMMAND typeflow-launch -n 2 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 3 ${_bad})
+  set_tests_properties(dist.ps.bad_${_bad} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
 # The same test started by Open MPI's mpirun (cluster_spec::from_mpi: rank 0 at
 # MASTER_ADDR:MASTER_PORT, the others' ports exchanged when they join it).
 foreach(_n 2 4)

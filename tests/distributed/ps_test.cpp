@@ -8,10 +8,12 @@
 // loss the workers' losses add up to; at the end, the values a final pull
 // brings equal the reference within summation-order tolerance, and the loss
 // went down. Then asynchronous training of a fresh model, whose final loss
-// must reach single-process training's after as many steps. Then a worker with a different model: every task fails with an
+// must reach single-process training's after as many steps. Then bad input
+// from worker 0: a different model, an unknown request or a negative example
+// count; a worker with a different model: every task fails with an
 // error naming both fingerprints.
 //
-//   ps_test <global batch> <steps>
+//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples]
 #include <typeflow/dist.hpp>
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
@@ -36,7 +38,7 @@ using tfd_test::mlp_loss;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: ps_test <global batch> <steps>\n");
+        std::fprintf(stderr, "usage: ps_test <global batch> <steps> [fingerprint|request|examples]\n");
         return 2;
     }
     const int batch = std::atoi(argv[1]), steps = std::atoi(argv[2]);
@@ -149,8 +151,9 @@ int main(int argc, char** argv) {
                 async_training.finish();
             }
         }
-        // a worker built from another model (w2 with 2 outputs): refused, naming both fingerprints
-        comm.barrier();  // every ps has left the asynchronous phase (the refusal fails the transport)
+        // bad input from worker 0, which fails the cluster (so it comes last and
+        // one kind a run): every task gets an error naming what was wrong
+        comm.barrier();  // every ps has left the asynchronous phase
         {
             tf::variable<"w1", double, tf::shape<4, 8>> v1;
             tf::variable<"b1", double, tf::shape<8>> c1;
@@ -158,16 +161,34 @@ int main(int argc, char** argv) {
             tf::variable<"b2", double, tf::shape<1>> c2;
             auto bad_loss = tf::mean(tf::matmul(tf::tanh(tf::matmul(x, v1) + c1), v2)) + tf::sum(c2);
             auto bad = tfd::parameter_servers<placement>(t, opt).minimize(bad_loss);
+            // what worker 0 sends, and what every task's error must say
+            const std::string kind = argc > 3 ? argv[3] : "fingerprint";
+            const std::string says = kind == "request" ? "sent an unknown request 7"
+                                     : kind == "examples" ? "pushed -1.000000 examples"
+                                                          : "runs a different model: fingerprint";
             std::string what;
             try {
                 if (is_ps) training.serve(s);
-                else if (me == 0) bad.pull();
-                else training.pull();
+                else if (me != 0)
+                    for (int k = 0; k < 3; ++k) training.pull();  // a refusal may come a round later
+                else if (kind == "fingerprint") bad.pull();  // a model with w2 of 2 outputs
+                else {
+                    tfd::detail::ps_channels ch(t, 2);
+                    std::vector<tfd::request> rs;
+                    const std::int64_t req[2] = {kind == "request" ? 7 : 1, static_cast<std::int64_t>(training.fingerprint)};
+                    const double head[2] = {-1, 0};  // a step's push head claiming -1 examples
+                    for (int p : ch.ps) {
+                        ch.send(rs, p, tfd::op_code::pull, req, 2);
+                        if (kind == "examples") ch.send(rs, p, tfd::op_code::push, head, 2);
+                    }
+                    ch.wait_all(rs);
+                    for (int k = 0; k < 3; ++k) training.pull();  // fails once a ps has refused
+                }
             } catch (const tfd::error& e) {
                 what = e.what();
             }
-            expect(what.find("fingerprint") != std::string::npos,
-                   "a worker with another model fails every task naming the fingerprints, not: '" + what + "'");
+            expect(what.find(says) != std::string::npos,
+                   "bad input (" + kind + ") fails every task with an error saying '" + says + "', not: '" + what + "'");
             (void)bad;
         }
     } catch (const std::exception& e) {
