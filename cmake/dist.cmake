@@ -93,11 +93,20 @@ foreach(_n 2 3)
            COMMAND typeflow-launch -n ${_n} --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 20)
   set_tests_properties(dist.ps.workers${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
-# the same run ending with other bad input from a worker: an unknown request, a negative example count
-foreach(_bad request examples)
+# the same run ending with other bad input from a worker: an unknown request, a
+# negative example count, gradients of a step no ps has reached
+foreach(_bad request examples step)
   add_test(NAME dist.ps.bad_${_bad}
            COMMAND typeflow-launch -n 2 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 3 ${_bad})
   set_tests_properties(dist.ps.bad_${_bad} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
+# Backup workers: 3 workers, worker 2 stopped by SIGSTOP; with one backup the
+# others keep their step rate, with none every task reports worker 2 within the
+# heartbeat bound.
+foreach(_mode backup stall)
+  add_test(NAME dist.ps.${_mode}
+           COMMAND typeflow-launch -n 3 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 0 ${_mode})
+  set_tests_properties(dist.ps.${_mode} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
 # The same test started by Open MPI's mpirun (cluster_spec::from_mpi: rank 0 at
 # MASTER_ADDR:MASTER_PORT, the others' ports exchanged when they join it).

@@ -45,7 +45,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${JOBS:-$(nproc)}"
 what="${1:-all}"
-SLICES=7
+SLICES=11
 
 CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|session|tensor|threads"
 CORE_EXAMPLES="readme_training"

@@ -9,22 +9,37 @@
 // brings equal the reference within summation-order tolerance, and the loss
 // went down. Then asynchronous training of a fresh model, whose final loss
 // must reach single-process training's after as many steps. Then bad input
-// from worker 0: a different model, an unknown request or a negative example
-// count; a worker with a different model: every task fails with an
-// error naming both fingerprints.
+// from worker 0: a different model, an unknown request, a negative example
+// count or gradients of a step no ps has reached: every task fails with an
+// error saying what was wrong (both fingerprints, the request, the count, the
+// steps).
 //
-//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples]
+// With `backup` or `stall` it runs only the backup-worker checks (3 workers,
+// synchronous, the MLP trained for a fixed time; worker 2 stops itself with
+// SIGSTOP for a while): with one backup worker, worker 0's step rate while
+// worker 2 is stopped stays at least 90% of its rate before; with none
+// (`stall`, heartbeat timeout 1 s), every other task reports worker 2 as not
+// responding within twice the heartbeat timeout instead of hanging.
+//
+//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples | step; or backup | stall]
 #include <typeflow/dist.hpp>
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
 
 #include "mlp_support.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,14 +51,156 @@ using tfd_test::init;
 using tfd_test::max_rel_diff;
 using tfd_test::mlp_loss;
 
+namespace {
+
+double seconds_now() {  // CLOCK_MONOTONIC: the same clock in every process of the machine
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Stops this whole process with SIGSTOP for about `seconds`: a child process
+// sends SIGCONT, then exits (only async-signal-safe calls after the fork).
+void stop_self_for(double seconds) {
+    const pid_t parent = getpid();
+    const pid_t child = fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+        timespec ts{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+        kill(parent, SIGCONT);
+        _exit(0);
+    }
+    kill(parent, SIGSTOP);
+    waitpid(child, nullptr, 0);
+}
+
+// The backup-worker checks (see the top of this file); `backups`: 1 or 0 (`stall`).
+void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int backups) {
+    const tfd::cluster_spec& spec = t.spec();
+    const bool is_ps = spec.task.type == tfd::role::ps;
+    int workers = 0;
+    for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+    expect(workers == 3, "the backup checks run 3 workers");
+    const int me = is_ps ? -1 : spec.rank();
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
+    tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
+    tf::variable<"w1", double, tf::shape<4, 8>> w1;
+    tf::variable<"b1", double, tf::shape<8>> b1;
+    tf::variable<"w2", double, tf::shape<8, 1>> w2;
+    tf::variable<"b2", double, tf::shape<1>> b2;
+    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
+    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    std::vector<int> mine, all;
+    for (int i = 0; i < batch; ++i) {
+        all.push_back(i);
+        if (i % workers == me) mine.push_back(i);
+    }
+    tf::tensor<double> xm, ym, xa, ya;
+    fill_rows(mine, xm, ym);
+    fill_rows(all, xa, ya);
+    using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
+    auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(loss);
+    tf::session s;
+    const double first = static_cast<double>(s.run(loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+    comm.barrier();
+    const double t0 = seconds_now();
+    if (backups == 0) {  // stall: every task but worker 2 must fail naming it, soon after it stops
+        constexpr double hb = 1.0;  // the heartbeat timeout main() set
+        double last_step = t0;
+        std::string what;
+        try {
+            if (is_ps) training.serve(s, tfd::ps_mode::sync, 0);
+            else
+                for (int k = 0;; ++k) {
+                    if (me == 2 && k == 10) stop_self_for(4 * hb);
+                    training.run(s, tf::feed(x, xm), tf::feed(y, ym));
+                    last_step = seconds_now();
+                }
+        } catch (const tfd::error& e) {
+            what = e.what();
+        }
+        const double waited = seconds_now() - last_step;
+        if (me != 2) {
+            expect(what.find("worker:2") != std::string::npos && what.find("not responding") != std::string::npos,
+                   spec.task.name() + ": the stalled worker is named, not: '" + what + "'");
+            expect(waited <= 2 * hb, spec.task.name() + ": the stall was reported after " + std::to_string(waited) + " s");
+            std::printf("ps stall: %s reported the stopped worker after %.3f s (heartbeat timeout %.1f s): %s\n",
+                        spec.task.name().c_str(), waited, hb, what.c_str());
+        } else
+            expect(!what.empty(), "worker 2 resumed into a healthy cluster");
+        return;
+    }
+    // one backup worker: each step takes the first 2 of 3 pushes
+    constexpr double run_for = 3.0, stop_at = 1.0, stop_for = 1.5;
+    double stop_begin = 0, stop_end = 0, updates = 0;
+    std::vector<double> done_at;
+    if (is_ps) {
+        updates = static_cast<double>(training.serve(s, tfd::ps_mode::sync, 1));
+        std::printf("ps backup: %s applied %.0f updates, dropped %llu stale pushes\n", spec.task.name().c_str(), updates,
+                    static_cast<unsigned long long>(training.stats().stale_pushes));
+    } else {
+        while (seconds_now() < t0 + run_for) {
+            if (me == 2 && stop_begin == 0 && seconds_now() >= t0 + stop_at) {
+                stop_begin = seconds_now();
+                stop_self_for(stop_for);
+                stop_end = seconds_now();
+            }
+            training.run(s, tf::feed(x, xm), tf::feed(y, ym));
+            done_at.push_back(seconds_now());
+        }
+        training.pull();
+        training.finish();
+    }
+    // worker 2's stop and ps 0's update count, to everyone
+    std::vector<double> shared = {stop_begin, stop_end, spec.task.name() == "ps:0" ? updates : 0.0};
+    comm.all_reduce(std::span<double>(shared));
+    stop_begin = shared[0], stop_end = shared[1], updates = shared[2];
+    if (me != 0) return;
+    auto rate = [&](double from, double to) {
+        const auto n = std::count_if(done_at.begin(), done_at.end(), [&](double d) { return d >= from && d < to; });
+        return static_cast<double>(n) / (to - from);
+    };
+    const double before = rate(t0 + 0.2, stop_begin), during = rate(stop_begin + 0.1, stop_end);
+    const double last = static_cast<double>(s.run(loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+    // the same model trained in one process on the whole batch for as many updates
+    tf::variable<"ref_w1", double, tf::shape<4, 8>> r1;
+    tf::variable<"ref_b1", double, tf::shape<8>> rb1;
+    tf::variable<"ref_w2", double, tf::shape<8, 1>> r2;
+    tf::variable<"ref_b2", double, tf::shape<1>> rb2;
+    init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
+    auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
+    auto ref_step = tf::train::adam(0.01).minimize(ref_loss);
+    tf::session ref;
+    for (int k = 0; k < static_cast<int>(updates); ++k) ref.run(ref_step, tf::feed(x, xa), tf::feed(y, ya));
+    const double lr = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+    std::printf("ps backup: worker:0 steps/s %.1f with 3 workers, %.1f while worker:2 was stopped (%.2f s): ratio=%.2f; "
+                "loss %.6f -> %.6f after %.0f updates (one process: %.6f)\n",
+                before, during, stop_end - stop_begin, during / before, first, last, updates, lr);
+    expect(stop_end - stop_begin >= stop_for - 0.1, "worker 2 was stopped for " + std::to_string(stop_end - stop_begin) + " s");
+    expect(during >= 0.9 * before, "with a backup worker the step rate fell to " + std::to_string(during / before) +
+                                       " of its rate while worker 2 ran");
+    expect(last <= 1.1 * lr + 1e-3, "backup: final loss " + std::to_string(last) + " above the single-process " + std::to_string(lr));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: ps_test <global batch> <steps> [fingerprint|request|examples]\n");
+        std::fprintf(stderr, "usage: ps_test <global batch> <steps> [fingerprint|request|examples|step|backup|stall]\n");
         return 2;
     }
     const int batch = std::atoi(argv[1]), steps = std::atoi(argv[2]);
+    const std::string mode = argc > 3 ? argv[3] : "";
     try {
-        tfd::transport t(tfd::cluster_spec::from_env());
+        tfd::cluster_spec cs = tfd::cluster_spec::from_env();
+        if (mode == "stall") cs.options.heartbeat_timeout = std::chrono::milliseconds(1000);
+        tfd::transport t(cs);
+        if (mode == "backup" || mode == "stall") {
+            tfd::ring_collective comm(t);
+            backup_test(t, comm, batch, mode == "backup" ? 1 : 0);
+            if (tfd_test::failures == 0) std::printf("ps %s: OK\n", mode.c_str());
+            return tfd_test::failures == 0 ? 0 : 1;
+        }
         tfd::ring_collective comm(t);  // barriers between the phases
         const tfd::cluster_spec& spec = t.spec();
         const bool is_ps = spec.task.type == tfd::role::ps;
@@ -105,8 +262,8 @@ int main(int argc, char** argv) {
                 if (k == 0) first = static_cast<double>(rl[0]);
             }
             training.pull();
-            // every pull brings the whole model once: 49 doubles, split over the two ps tasks
-            expect(training.stats().bytes_received == static_cast<std::uint64_t>(steps + 1) * 49 * 8,
+            // every pull brings the whole model once (49 doubles, split over the two ps tasks) and each ps's step
+            expect(training.stats().bytes_received == static_cast<std::uint64_t>(steps + 1) * (49 + 2) * 8,
                    "a worker received " + std::to_string(training.stats().bytes_received) + " bytes of values");
             const auto [l_end] = ref.run(tf::fetch(ref_loss), tf::feed(x, xa), tf::feed(y, ya));
             last = static_cast<double>(l_end[0]);
@@ -165,6 +322,7 @@ int main(int argc, char** argv) {
             const std::string kind = argc > 3 ? argv[3] : "fingerprint";
             const std::string says = kind == "request" ? "sent an unknown request 7"
                                      : kind == "examples" ? "pushed -1.000000 examples"
+                                     : kind == "step"     ? "pushed gradients of step 5.000000, this ps (ps:"
                                                           : "runs a different model: fingerprint";
             std::string what;
             try {
@@ -176,10 +334,11 @@ int main(int argc, char** argv) {
                     tfd::detail::ps_channels ch(t, 2);
                     std::vector<tfd::request> rs;
                     const std::int64_t req[2] = {kind == "request" ? 7 : 1, static_cast<std::int64_t>(training.fingerprint)};
-                    const double head[2] = {-1, 0};  // a step's push head claiming -1 examples
+                    // a step's push head claiming -1 examples, or gradients of a step no ps has reached
+                    const double head[3] = {kind == "step" ? 1.0 : -1.0, 0, kind == "step" ? 5.0 : 0.0};
                     for (int p : ch.ps) {
                         ch.send(rs, p, tfd::op_code::pull, req, 2);
-                        if (kind == "examples") ch.send(rs, p, tfd::op_code::push, head, 2);
+                        if (kind != "request") ch.send(rs, p, tfd::op_code::push, head, 3);
                     }
                     ch.wait_all(rs);
                     for (int k = 0; k < 3; ++k) training.pull();  // fails once a ps has refused

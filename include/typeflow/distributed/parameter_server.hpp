@@ -7,7 +7,10 @@
 // step, every worker pulls the current values, computes the gradients of its
 // examples and pushes them; each ps averages the pushes of the step over
 // all workers' examples and applies one update (ps_mode::sync), or applies
-// each push alone as it arrives (ps_mode::async).
+// each push alone as it arrives (ps_mode::async). With backup workers
+// (TensorFlow's SyncReplicasOptimizer with total_num_replicas = N + b), a
+// synchronous step takes the first N of the N + b workers' pushes and drops
+// the late ones as stale, so one slow worker does not hold the others.
 //
 // Include it after <typeflow/typeflow.hpp> and <typeflow/dist.hpp>:
 //
@@ -25,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -73,10 +77,11 @@ enum class ps_mode {
 
 /// Counters of a ps_training object on one task.
 struct ps_stats {
-    std::uint64_t rounds = 0;          ///< ps: rounds served; worker: requests made
-    std::uint64_t bytes_sent = 0;      ///< payload bytes of every frame sent (values, gradients, requests)
+    std::uint64_t rounds = 0;          ///< ps: requests served; worker: requests made
+    std::uint64_t bytes_sent = 0;      ///< payload bytes of every frame sent (values, steps, gradients, requests)
     std::uint64_t bytes_received = 0;  ///< and received
     double update_seconds = 0;         ///< ps: time in the optimizer's update
+    std::uint64_t stale_pushes = 0;    ///< ps with backup workers: pushes dropped because their step had passed
 };
 
 namespace detail {
@@ -195,9 +200,8 @@ public:
             auto res = s.run(fetch_, feeds...);
             loss = static_cast<double>(std::get<0>(res)[0]);
             for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-                head_[2 * p] = n;
-                head_[2 * p + 1] = loss * n;
-                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 2 * p, 2);
+                set_head(p, n, loss * n);
+                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 3 * p, 3);
             }
             [&]<std::size_t... K>(std::index_sequence<K...>) {
                 (push_grads<K>(rs, std::get<K + 1>(res)), ...);
@@ -205,9 +209,8 @@ public:
             ch_.wait_all(rs);  // the result tensors stay alive until their bytes are out
         } else {
             for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-                head_[2 * p] = 0;
-                head_[2 * p + 1] = 0;
-                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 2 * p, 2);
+                set_head(p, 0, 0);
+                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 3 * p, 3);
             }
             ch_.wait_all(rs);
         }
@@ -224,32 +227,46 @@ public:
     void finish() { request_all(detail::ps_request::done); }
 
     /// Counters so far.
-    ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_}; }
+    ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_, stale_}; }
 
     // ---- ps tasks ----
 
     /// Serves the workers until every one has finished: each round, answers
-    /// every worker's pull with the values of the shards this ps holds, sums
-    /// the pushed gradients of those shards weighted by each worker's examples
-    /// (in worker order, so every run gives the same bits), and applies the
-    /// optimizer to the average. Returns the number of updates applied. A
-    /// worker with a different model (fingerprint) fails the cluster with an
-    /// error naming both fingerprints.
+    /// every worker's pull with the step number and the values of the shards
+    /// this ps holds, sums the pushed gradients of those shards weighted by
+    /// each worker's examples (in worker order, so every run gives the same
+    /// bits), and applies the optimizer to the average. Returns the number of
+    /// updates applied. A worker with a different model (fingerprint) fails
+    /// the cluster with an error naming both fingerprints.
+    ///
+    /// With `backup_workers` = b > 0 (ps_mode::sync only), a step aggregates
+    /// the first W - b pushes of the W workers (fewer once workers have
+    /// finished: never more than are still training), whichever come first;
+    /// a push computed from an older step's values is dropped as stale
+    /// (stats().stale_pushes), and a worker whose push this step already
+    /// counted waits for the update before its next pull is answered.
+    ///
     /// With ps_mode::async, each worker is served on its own: its push is
     /// applied alone as soon as it arrives, and its next request answered at
-    /// once. Workers run the same code in both modes.
-    std::size_t serve(session& s, ps_mode mode = ps_mode::sync) {
+    /// once. Workers run the same code in every mode.
+    std::size_t serve(session& s, ps_mode mode = ps_mode::sync, int backup_workers = 0) {
         const cluster_spec& spec = ch_.t->spec();
         if (spec.task.type != role::ps) throw error("parameter servers: serve() runs on ps tasks, this is " + spec.task.name());
+        const int W = static_cast<int>(ch_.workers.size());
+        if (backup_workers < 0 || backup_workers >= W)
+            throw error("parameter servers: " + std::to_string(backup_workers) + " backup workers of " + std::to_string(W) +
+                        " workers (0 .. " + std::to_string(W - 1) + " allowed)");
+        if (backup_workers > 0 && mode != ps_mode::sync)
+            throw error("parameter servers: backup workers need ps_mode::sync");
         const int me = spec.task.index;
         std::vector<std::size_t> mine;  // the shards this ps holds
         for (std::size_t i = 0; i < P::shard_count; ++i)
             if (P::shards[i].ps == me) mine.push_back(i);
         prepare_grad_buffers();
-        if (mode == ps_mode::async) return serve_async(s, mine);
+        step_ = 0;
+        if (mode == ps_mode::async || backup_workers > 0) return serve_polling(s, mine, mode, backup_workers);
         std::vector<char> active(ch_.workers.size(), 1);
         std::vector<std::int64_t> req(2 * ch_.workers.size());
-        std::size_t updates = 0;
         std::vector<request> rs;
         for (;;) {
             std::vector<std::size_t> asking;
@@ -258,17 +275,17 @@ public:
                     asking.push_back(w);
                     ch_.recv(rs, ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
                 }
-            if (asking.empty()) return updates;
+            if (asking.empty()) return static_cast<std::size_t>(step_);
             ch_.wait_all(rs);
-            ++rounds_;
             std::vector<std::size_t> stepping;
             for (std::size_t w : asking) {
+                ++rounds_;
                 const auto kind = check_request(w, req.data() + 2 * w);
                 if (kind == detail::ps_request::done) {
                     active[w] = 0;
                     continue;
                 }
-                for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
+                send_values(rs, w, mine);
                 if (kind == detail::ps_request::step) stepping.push_back(w);
             }
             ch_.wait_all(rs);  // the values are out before the update changes them
@@ -276,11 +293,11 @@ public:
             // the pushes, in worker order
             std::fill(acc_.begin(), acc_.end(), 0.0);
             double total = 0;
-            std::vector<double> head(2);
+            std::vector<double> head(3);
             for (std::size_t w : stepping) {
-                ch_.recv(rs, ch_.workers[w], op_code::push, head.data(), 2);
+                ch_.recv(rs, ch_.workers[w], op_code::push, head.data(), 3);
                 ch_.wait_all(rs);
-                check_examples(w, head[0]);
+                check_head(w, head.data(), false);
                 if (head[0] == 0) continue;
                 total += head[0];
                 // summed into the accumulators as the pieces arrive (one
@@ -289,13 +306,7 @@ public:
                 ch_.wait_all(rs);
             }
             if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
-            const auto t0 = std::chrono::steady_clock::now();
-            for (std::size_t i : mine) average(i, total);
-            [&]<std::size_t... K>(std::index_sequence<K...>) {
-                s.run(apply_, grad_feed<K>()...);
-            }(std::index_sequence_for<Vs...>{});
-            update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            ++updates;
+            update(s, mine, total);
         }
     }
 
@@ -313,43 +324,102 @@ private:
         if (!why.empty()) refuse(why);
         return kind;
     }
-    // a push's example count: not negative, not NaN
-    void check_examples(std::size_t w, double n) {
-        if (!(n >= 0))
-            refuse("parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " pushed " + std::to_string(n) + " examples");
+    // a push's head {examples, loss * examples, step}: examples neither
+    // negative nor NaN; the step one this ps has given out (any earlier one
+    // when `earlier_ok`, else the current one)
+    void check_head(std::size_t w, const double* head, bool earlier_ok) {
+        const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
+        if (!(head[0] >= 0)) refuse(who + " pushed " + std::to_string(head[0]) + " examples");
+        const double step = head[2];
+        if (!(step >= 0 && step <= static_cast<double>(step_) && step == std::floor(step)) ||
+            (!earlier_ok && step != static_cast<double>(step_)))
+            refuse(who + " pushed gradients of step " + std::to_string(step) + ", this ps (" + ch_.t->spec().task.name() +
+                   ") is at step " + std::to_string(step_));
     }
     // fails the cluster (the workers learn why) and throws
     [[noreturn]] void refuse(const std::string& why) {
         ch_.t->abort(why);
         throw error(why);
     }
-    std::size_t serve_async(session& s, const std::vector<std::size_t>& mine) {
+    // the optimizer's update from the accumulated gradients, averaged over `total` examples
+    void update(session& s, const std::vector<std::size_t>& mine, double total) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::size_t i : mine) average(i, total);
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            s.run(apply_, grad_feed<K>()...);
+        }(std::index_sequence_for<Vs...>{});
+        update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++step_;
+    }
+    // ps_mode::async, and ps_mode::sync with backup workers: every worker's
+    // messages are awaited at once (polled), and handled as they come
+    std::size_t serve_polling(session& s, const std::vector<std::size_t>& mine, ps_mode mode, int backups) {
         // per worker: what it is expected to send next, and the receives posted for it
-        enum class expect { request, head, grads, done };
+        enum class expect { request, head, grads, stale, held, done };
+        const bool async = mode == ps_mode::async;
         const std::size_t W = ch_.workers.size();
         std::vector<expect> state(W, expect::request);
         std::vector<std::vector<request>> posted(W);
         std::vector<std::int64_t> req(2 * W);
-        std::vector<double> head(2 * W);
-        std::size_t updates = 0, active = W;
-        int busy = -1;  // the worker whose gradients are being received (acc_ holds one push at a time)
+        std::vector<double> head(3 * W);
+        std::vector<std::int64_t> counted(W, -1);  // sync: the step whose update counts the worker's push
+        std::size_t active = W;
+        int contributions = 0;  // sync: pushes counted this step
+        double total = 0;       // sync: their examples
+        int busy = -1;  // the worker whose gradients are being summed (into acc_: one worker at a time)
         std::vector<std::size_t> queued;  // workers whose head came while another's gradients were arriving
         std::vector<request> rs;
         auto post_request = [&](std::size_t w) {
             state[w] = expect::request;
             ch_.recv(posted[w], ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
         };
+        auto answer = [&](std::size_t w, detail::ps_request kind) {
+            send_values(rs, w, mine);
+            ch_.wait_all(rs);  // out before an update changes them
+            if (kind == detail::ps_request::pull) post_request(w);
+            else {
+                state[w] = expect::head;
+                ch_.recv(posted[w], ch_.workers[w], op_code::push, head.data() + 3 * w, 3);
+            }
+        };
         auto post_grads = [&](std::size_t w) {
+            if (!async && head[3 * w + 2] != static_cast<double>(step_)) {  // its step passed while it queued
+                state[w] = expect::stale;
+                ++stale_;
+                for (std::size_t i : mine) discard_shard(posted[w], ch_.workers[w], i);
+                return;
+            }
             busy = static_cast<int>(w);
             state[w] = expect::grads;
+            if (async) std::fill(acc_.begin(), acc_.end(), 0.0);
+            for (std::size_t i : mine) recv_shard(posted[w], ch_.workers[w], i, async ? 1.0 : head[3 * w]);
+        };
+        auto next_queued = [&] {
+            while (busy < 0 && !queued.empty()) {
+                const std::size_t next = queued.front();
+                queued.erase(queued.begin());
+                post_grads(next);
+            }
+        };
+        // sync: one update once the step has its pushes (at most as many as workers still training)
+        auto maybe_update = [&] {
+            if (async || contributions == 0 || busy >= 0) return;
+            const int need = std::min<int>(static_cast<int>(W) - backups, static_cast<int>(active));
+            if (contributions < need) return;
+            if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
+            update(s, mine, total);
             std::fill(acc_.begin(), acc_.end(), 0.0);
-            for (std::size_t i : mine) recv_shard(posted[w], ch_.workers[w], i, 1.0);
+            contributions = 0;
+            total = 0;
+            for (std::size_t w = 0; w < W; ++w)
+                if (state[w] == expect::held) answer(w, detail::ps_request::step);
+            next_queued();  // their step has passed: dropped
         };
         for (std::size_t w = 0; w < W; ++w) post_request(w);
         while (active > 0) {
             bool progressed = false;
             for (std::size_t w = 0; w < W; ++w) {
-                if (state[w] == expect::done || posted[w].empty()) continue;
+                if (state[w] == expect::done || state[w] == expect::held || posted[w].empty()) continue;
                 bool all = true;
                 for (const request& r : posted[w]) all = all && ch_.t->test(r);
                 if (!all) continue;
@@ -361,36 +431,41 @@ private:
                     if (kind == detail::ps_request::done) {
                         state[w] = expect::done;
                         --active;
-                        continue;
-                    }
-                    for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
-                    ch_.wait_all(rs);  // out before an update changes them
-                    if (kind == detail::ps_request::pull) post_request(w);
-                    else {
-                        state[w] = expect::head;
-                        ch_.recv(posted[w], ch_.workers[w], op_code::push, head.data() + 2 * w, 2);
-                    }
+                        maybe_update();  // the step may need fewer pushes now
+                    } else if (!async && kind == detail::ps_request::step && counted[w] == step_)
+                        state[w] = expect::held;  // its push is in this step: it waits for the update
+                    else answer(w, kind);
                 } else if (state[w] == expect::head) {
-                    const double n = head[2 * w];
-                    check_examples(w, n);
-                    if (n == 0) post_request(w);
-                    else if (busy < 0) post_grads(w);
+                    const double n = head[3 * w];
+                    check_head(w, head.data() + 3 * w, true);
+                    if (!async && head[3 * w + 2] != static_cast<double>(step_)) {  // computed from older values
+                        ++stale_;
+                        if (n == 0) post_request(w);
+                        else {
+                            state[w] = expect::stale;
+                            for (std::size_t i : mine) discard_shard(posted[w], ch_.workers[w], i);
+                        }
+                    } else if (n == 0) {
+                        if (!async) {
+                            counted[w] = step_;
+                            ++contributions;
+                        }
+                        post_request(w);
+                        maybe_update();
+                    } else if (busy < 0) post_grads(w);
                     else queued.push_back(w);
-                } else {  // its gradients are in: one update from them alone
-                    const auto t0 = std::chrono::steady_clock::now();
-                    for (std::size_t i : mine) average(i, 1.0);
-                    [&]<std::size_t... K>(std::index_sequence<K...>) {
-                        s.run(apply_, grad_feed<K>()...);
-                    }(std::index_sequence_for<Vs...>{});
-                    update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    ++updates;
+                } else if (state[w] == expect::stale) post_request(w);
+                else {  // its gradients are in
                     busy = -1;
                     post_request(w);
-                    if (!queued.empty()) {
-                        const std::size_t next = queued.front();
-                        queued.erase(queued.begin());
-                        post_grads(next);
+                    if (async) update(s, mine, 1.0);  // one update from them alone
+                    else {
+                        counted[w] = step_;
+                        ++contributions;
+                        total += head[3 * w];
                     }
+                    maybe_update();
+                    next_queued();
                 }
             }
             if (ch_.t->failed()) throw error(ch_.t->failure());
@@ -398,7 +473,7 @@ private:
             // core away for a whole time slice
             if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
-        return updates;
+        return static_cast<std::size_t>(step_);
     }
 
     template <std::size_t K>
@@ -446,17 +521,26 @@ private:
         }
         ch_.wait_all(rs);
     }
-    // every shard from the ps that holds it, straight into this task's variables
+    // every ps's step number, and every shard from the ps that holds it,
+    // straight into this task's variables
     void receive_values() {
         std::vector<request> rs;
-        for (std::size_t p = 0; p < ch_.ps.size(); ++p)
+        for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
+            ch_.recv(rs, ch_.ps[p], op_code::pull, steps_.data() + p, 1);
             for (std::size_t i = 0; i < P::shard_count; ++i)
                 if (P::shards[i].ps == static_cast<int>(p))
                     with_var(P::shards[i].var, [&](auto k) {
                         auto& t = const_cast<var_t<decltype(k)::value>&>(typeflow::detail::get_child<decltype(k)::value>(vars_)).value();
                         ch_.recv(rs, ch_.ps[p], op_code::pull, t.data() + shard_at(i), shard_size(i));
                     });
+        }
         ch_.wait_all(rs);
+    }
+    // the push head for ps p: examples, loss * examples, and the step of the values it was computed from
+    void set_head(std::size_t p, double n, double loss_sum) {
+        head_[3 * p] = n;
+        head_[3 * p + 1] = loss_sum;
+        head_[3 * p + 2] = static_cast<double>(steps_[p]);
     }
     template <std::size_t K, class T>
     void push_grads(std::vector<request>& rs, const tensor<T>& g) {
@@ -467,6 +551,19 @@ private:
     }
 
     // ps side
+    // the answer to worker w's pull: this ps's step, then the values of its shards
+    void send_values(std::vector<request>& rs, std::size_t w, const std::vector<std::size_t>& mine) {
+        ch_.send(rs, ch_.workers[w], op_code::pull, &step_, 1);
+        for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
+    }
+    // receives a stale push's gradient rows of shard i and drops them
+    void discard_shard(std::vector<request>& rs, int worker, std::size_t i) {
+        with_var(P::shards[i].var, [&](auto k) {
+            using T = value_type_t<var_t<decltype(k)::value>>;
+            T* scratch = reinterpret_cast<T*>(scratch_.data()) + buffer_at(i);
+            ch_.recv_each(rs, worker, op_code::push, scratch, shard_size(i), [](std::size_t, const T*, std::size_t) {});
+        });
+    }
     void send_shard(std::vector<request>& rs, int worker, std::size_t i) {
         with_var(P::shards[i].var, [&](auto k) {
             const auto& t = typeflow::detail::get_child<decltype(k)::value>(vars_).value();
@@ -513,7 +610,10 @@ private:
     Apply apply_;
     typeflow::detail::children_of<Vs...> vars_;
     std::vector<std::int64_t> req_ = std::vector<std::int64_t>(2 * ch_.ps.size());
-    std::vector<double> head_ = std::vector<double>(2 * ch_.ps.size());
+    std::vector<double> head_ = std::vector<double>(3 * ch_.ps.size());
+    std::vector<std::int64_t> steps_ = std::vector<std::int64_t>(ch_.ps.size());  // worker: each ps's step at the last pull
+    std::int64_t step_ = 0;    // ps: updates applied
+    std::uint64_t stale_ = 0;  // ps: stale pushes dropped
     std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // ps: the averaged gradients fed to the update (zeros elsewhere)
     std::vector<double> acc_, scratch_;
 
