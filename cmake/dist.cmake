@@ -126,6 +126,18 @@ add_test(NAME docs.readme_in_sync.dist_least_squares
                  -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
 set_tests_properties(docs.readme_in_sync.dist_least_squares PROPERTIES LABELS "dist;docs")
 
+# The README's parameter-server example: an MLP on iris, 3 workers (one a
+# backup) and 2 ps tasks.
+add_executable(dist_iris_ps ${TYPEFLOW_DIST_DIR}/examples/distributed/iris_ps.cpp)
+target_link_libraries(dist_iris_ps PRIVATE typeflow_dist)
+target_compile_definitions(dist_iris_ps PRIVATE TYPEFLOW_EXAMPLE_DATA_DIR="${TYPEFLOW_DIST_DIR}/examples/data")
+add_test(NAME dist.example.iris_ps COMMAND typeflow-launch -n 3 --ps 2 --timeout 60 $<TARGET_FILE:dist_iris_ps>)
+set_tests_properties(dist.example.iris_ps PROPERTIES TIMEOUT 90 LABELS "dist;example")
+add_test(NAME docs.readme_in_sync.dist_iris_ps
+         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/iris_ps.cpp
+                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
+set_tests_properties(docs.readme_in_sync.dist_iris_ps PROPERTIES LABELS "dist;docs")
+
 # Separate compilation: TYPEFLOW_SEPARATE_COMPILATION in every file, the
 # layer's code compiled once in src.cpp (typeflow/distributed/src.hpp); main.cpp
 # sees only the headers (it fails to compile if they pull in Asio) and runs
