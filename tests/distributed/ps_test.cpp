@@ -312,6 +312,68 @@ int main(int argc, char** argv) {
                 async_training.finish();
             }
         }
+        // an embedding table: its gradient is sparse, so only the rows a step's
+        // ids touch move, both ways; the result equals single-process training
+        // (whose Adam updates the table lazily too: only the rows present)
+        {
+            tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn>> ids;
+            tf::variable<"e/table", double, tf::shape<64, 4>> table;
+            tf::variable<"e/w", double, tf::shape<4, 1>> ew;
+            tf::variable<"e/b", double, tf::shape<1>> eb;
+            init(table, salt), init(ew, salt + 10), init(eb, salt + 20);
+            auto emb_loss = [&](const auto& t, const auto& w, const auto& b) {
+                return tf::mean(tf::square(tf::matmul(tf::tanh(tf::embedding_lookup(t, ids) + x), w) + b - y));
+            };
+            auto sparse_training = tfd::parameter_servers<placement>(t, opt).minimize(emb_loss(table, ew, eb));
+            // row i's id: (7 i) mod 20, so rows 20..63 are never touched and ids repeat
+            auto ids_of = [](const std::vector<int>& rows) {
+                tf::tensor<std::int32_t> v({static_cast<tf::index_t>(rows.size())});
+                for (std::size_t r = 0; r < rows.size(); ++r) v[static_cast<tf::index_t>(r)] = (7 * rows[r]) % 20;
+                return v;
+            };
+            if (is_ps) {
+                const std::size_t updates = sparse_training.serve(s);
+                expect(updates == static_cast<std::size_t>(steps), "sparse: ps served " + std::to_string(updates) + " updates");
+            } else {
+                const tf::tensor<std::int32_t> im = ids_of(mine), ia = ids_of(all);
+                for (int k = 0; k < steps; ++k) sparse_training.run(s, tf::feed(x, xm), tf::feed(y, ym), tf::feed(ids, im));
+                const std::uint64_t step_bytes = sparse_training.stats().bytes_received;
+                // this worker's distinct rows, counted here: each step pulls those rows
+                // (4 doubles each), w and b (5 doubles) and each ps's step (2 x 8 bytes)
+                std::vector<int> distinct;
+                for (tf::index_t r = 0; r < im.size(); ++r) distinct.push_back(im[r]);
+                std::sort(distinct.begin(), distinct.end());
+                distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+                const std::uint64_t want = static_cast<std::uint64_t>(steps) * ((distinct.size() * 4 + 5) * 8 + 2 * 8);
+                expect(step_bytes == want, "sparse: a worker received " + std::to_string(step_bytes) + " bytes in its steps, not " +
+                                               std::to_string(want) + " (" + std::to_string(distinct.size()) + " rows a step)");
+                sparse_training.pull();  // every row
+                expect(sparse_training.stats().bytes_received - step_bytes == (64 * 4 + 5) * 8 + 2 * 8,
+                       "sparse: a final pull brings the whole table");
+                tf::variable<"eref/table", double, tf::shape<64, 4>> rt;
+                tf::variable<"eref/w", double, tf::shape<4, 1>> rw;
+                tf::variable<"eref/b", double, tf::shape<1>> rb;
+                init(rt, 0), init(rw, 10), init(rb, 20);
+                auto ref_loss = emb_loss(rt, rw, rb);
+                auto ref_step = opt.minimize(ref_loss);
+                tf::session ref;
+                const double first = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia))[0]);
+                for (int k = 0; k < steps; ++k) ref.run(ref_step, tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia));
+                const double last = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia))[0]);
+                const double worst = std::max({max_rel_diff(table, rt), max_rel_diff(ew, rw), max_rel_diff(eb, rb)});
+                expect(last < first, "sparse: the loss did not go down");
+                expect(worst <= 1e-10, "sparse: pulled weights differ from single-process training by " + std::to_string(worst));
+                double untouched = 0;  // rows 20..63: never updated, still the initial values
+                for (tf::index_t i = 20 * 4; i < 64 * 4; ++i)
+                    untouched = std::max(untouched, std::fabs(table.value()[i] - 0.4 * std::sin(1.7 * static_cast<double>(i) + 0.3)));
+                expect(untouched == 0, "sparse: an untouched row changed");
+                if (me == 0)
+                    std::printf("ps sparse: workers=%d rows/step=%zu of 64 bytes/step=%llu (dense: %d) max_weight_diff=%.3g loss %.6f -> %.6f\n",
+                                workers, distinct.size(), static_cast<unsigned long long>(step_bytes / steps),
+                                (64 * 4 + 5) * 8 + 2 * 8, worst, first, last);
+                sparse_training.finish();
+            }
+        }
         // bad input from worker 0, which fails the cluster (so it comes last and
         // one kind a run): every task gets an error naming what was wrong
         comm.barrier();  // every ps has left the asynchronous phase

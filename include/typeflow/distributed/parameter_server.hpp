@@ -48,6 +48,7 @@
 #include <typeflow/distributed/placement.hpp>
 #include <typeflow/distributed/transport.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
 #include <typeflow/train/optimizers.hpp>
@@ -88,6 +89,55 @@ namespace detail {
 /// The placeholder through which a ps feeds the averaged gradient of V to the update.
 template <class V>
 using ps_grad_t = placeholder<typeflow::concat<V::fixed_name, "/ps_grad">(), value_type_t<V>, shape_t<V>, device_t<V>>;
+
+/// The placeholders through which a ps feeds a sparse gradient of V (an
+/// embedding table read by gather): the summed rows, and their row ids.
+template <class S>
+struct ps_rows_shape;
+template <index_t D0, index_t... D>
+struct ps_rows_shape<shape<D0, D...>> {
+    using type = shape<dyn, D...>;
+};
+template <class V>
+using ps_rows_t = placeholder<typeflow::concat<V::fixed_name, "/ps_rows">(), value_type_t<V>,
+                              typename ps_rows_shape<shape_t<V>>::type, device_t<V>>;
+template <class V>
+using ps_ids_t = placeholder<typeflow::concat<V::fixed_name, "/ps_ids">(), std::int64_t, shape<dyn>, device_t<V>>;
+
+/// The (values, indices) pairs of gradient G of V when it is sparse (an
+/// axis-0 indexed_slices of V), else 0.
+template <class G, class V>
+constexpr std::size_t ps_pairs() {
+    if constexpr (is_indexed_slices_of<G, V>::value) return (G::children_list::size - 1) / 2;
+    else return 0;
+}
+/// What a worker fetches for gradient g of V: g itself, or a sparse one's
+/// (values, indices) pairs.
+template <class V, class G>
+auto ps_grad_pack(const G& g) {
+    if constexpr (constexpr std::size_t n = ps_pairs<G, V>(); n > 0)
+        return [&]<std::size_t... Q>(std::index_sequence<Q...>) {
+            return std::tuple_cat(std::make_tuple(g.template child<1 + 2 * Q>(), g.template child<2 + 2 * Q>())...);
+        }(std::make_index_sequence<n>{});
+    else return std::make_tuple(g);
+}
+/// A sparse gradient's indices (nothing for a dense one): what a worker
+/// evaluates before it pulls, to pull only those rows.
+template <class V, class G>
+auto ps_ids_pack(const G& g) {
+    if constexpr (constexpr std::size_t n = ps_pairs<G, V>(); n > 0)
+        return [&]<std::size_t... Q>(std::index_sequence<Q...>) {
+            return std::make_tuple(g.template child<2 + 2 * Q>()...);
+        }(std::make_index_sequence<n>{});
+    else return std::tuple<>();
+}
+/// The gradient a ps applies to V: the averaged dense gradient, or the summed
+/// rows at their ids (which the optimizer applies sparsely).
+template <class G, class V>
+auto ps_apply_grad(const V& v) {
+    if constexpr (ps_pairs<G, V>() > 0) return typeflow::indexed_slices<0>(v, ps_rows_t<V>{}, ps_ids_t<V>{});
+    else return (void)v, ps_grad_t<V>{};
+}
 
 /// What a worker asks of the ps tasks.
 enum class ps_request : std::int64_t { done = 0, step = 1, pull = 2 };
@@ -165,8 +215,10 @@ struct ps_channels {
 }  // namespace detail
 
 /// Parameter-server training of the variables Vs... (see the top of this
-/// header and parameter_servers). P is the placement.
-template <class P, class Loss, class Fetch, class Apply, class... Vs>
+/// header and parameter_servers). P is the placement; Pairs (an
+/// index_sequence) gives, for each variable, the (values, indices) pairs of
+/// its gradient when that is sparse (an embedding table read by gather), else 0.
+template <class P, class Pairs, class Loss, class Fetch, class IdsFetch, class Apply, class... Vs>
 class ps_training {
     static constexpr std::size_t N = sizeof...(Vs);
 
@@ -178,8 +230,10 @@ public:
     /// refused with an error naming both.
     static constexpr std::uint64_t fingerprint = P::fingerprint;
 
-    ps_training(transport& t, int num_ps, Fetch fetch, Apply apply, const Vs&... vars)
-        : ch_(t, num_ps), fetch_(std::move(fetch)), apply_(std::move(apply)), vars_(vars...) {}
+    ps_training(transport& t, int num_ps, Fetch fetch, IdsFetch ids, Apply apply, const Vs&... vars)
+        : ch_(t, num_ps), fetch_(std::move(fetch)), ids_fetch_(std::move(ids)), apply_(std::move(apply)), vars_(vars...) {
+        for (std::size_t q = 0; q < ch_.ps.size(); ++q) req_[q].assign(2 + sparse_on(static_cast<int>(q)), 0);
+    }
 
     // ---- workers ----
 
@@ -189,9 +243,18 @@ public:
     /// pushes them to the ps tasks that hold each shard. Returns this worker's
     /// loss (0 without examples). The same code for both ps modes; with
     /// ps_mode::sync a round waits for every worker that has not finished.
+    /// A table with a sparse gradient (read only by gather) moves only the
+    /// rows this step's indices touch, both ways: the indices are evaluated
+    /// first (from the feeds), the touched rows pulled, and their gradient
+    /// rows, summed per row, pushed.
     template <class... Feeds>
     loss_type run(session& s, const Feeds&... feeds) {
         const double n = static_cast<double>(detail::example_count(feeds...));
+        if constexpr (any_sparse) {
+            if (n > 0) collect_touched(s.run(ids_fetch_, feeds...));
+            else
+                for (auto& t : touched_) t.clear();
+        }
         request_all(detail::ps_request::step);
         receive_values();
         std::vector<request> rs;
@@ -199,25 +262,26 @@ public:
         if (n > 0) {
             auto res = s.run(fetch_, feeds...);
             loss = static_cast<double>(std::get<0>(res)[0]);
-            for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-                set_head(p, n, loss * n);
-                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 3 * p, 3);
+            if constexpr (any_sparse) build_push_rows(res);
+            for (std::size_t q = 0; q < ch_.ps.size(); ++q) {
+                set_head(q, n, loss * n);
+                ch_.send(rs, ch_.ps[q], op_code::push, head_.data() + 3 * q, 3);
+                for (std::size_t i = 0; i < P::shard_count; ++i)
+                    if (P::shards[i].ps == static_cast<int>(q)) push_shard(rs, res, i);
             }
-            [&]<std::size_t... K>(std::index_sequence<K...>) {
-                (push_grads<K>(rs, std::get<K + 1>(res)), ...);
-            }(std::index_sequence_for<Vs...>{});
             ch_.wait_all(rs);  // the result tensors stay alive until their bytes are out
         } else {
-            for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-                set_head(p, 0, 0);
-                ch_.send(rs, ch_.ps[p], op_code::push, head_.data() + 3 * p, 3);
+            for (std::size_t q = 0; q < ch_.ps.size(); ++q) {
+                set_head(q, 0, 0);
+                ch_.send(rs, ch_.ps[q], op_code::push, head_.data() + 3 * q, 3);
             }
             ch_.wait_all(rs);
         }
         return static_cast<loss_type>(loss);
     }
-    /// The current values of every variable, from the ps tasks, into this
-    /// task's copies (after the last step, to evaluate or save the model).
+    /// The current values of every variable (every row of the tables too),
+    /// from the ps tasks, into this task's copies (after the last step, to
+    /// evaluate or save the model).
     void pull() {
         request_all(detail::ps_request::pull);
         receive_values();
@@ -233,11 +297,13 @@ public:
 
     /// Serves the workers until every one has finished: each round, answers
     /// every worker's pull with the step number and the values of the shards
-    /// this ps holds, sums the pushed gradients of those shards weighted by
-    /// each worker's examples (in worker order, so every run gives the same
-    /// bits), and applies the optimizer to the average. Returns the number of
-    /// updates applied. A worker with a different model (fingerprint) fails
-    /// the cluster with an error naming both fingerprints.
+    /// this ps holds (of a table's shards, the rows the worker asked for),
+    /// sums the pushed gradients of those shards weighted by each worker's
+    /// examples (in worker order, so every run gives the same bits), and
+    /// applies the optimizer to the average (to a table, sparsely: only the
+    /// rows pushed). Returns the number of updates applied. A worker with a
+    /// different model (fingerprint) fails the cluster with an error naming
+    /// both fingerprints.
     ///
     /// With `backup_workers` = b > 0 (ps_mode::sync only), a step aggregates
     /// the first W - b pushes of the W workers (fewer once workers have
@@ -258,40 +324,44 @@ public:
                         " workers (0 .. " + std::to_string(W - 1) + " allowed)");
         if (backup_workers > 0 && mode != ps_mode::sync)
             throw error("parameter servers: backup workers need ps_mode::sync");
-        const int me = spec.task.index;
-        std::vector<std::size_t> mine;  // the shards this ps holds
+        me_ = spec.task.index;
+        mine_.clear();
         for (std::size_t i = 0; i < P::shard_count; ++i)
-            if (P::shards[i].ps == me) mine.push_back(i);
-        prepare_grad_buffers();
+            if (P::shards[i].ps == me_) mine_.push_back(i);
+        prepare_ps_buffers();
         step_ = 0;
-        if (mode == ps_mode::async || backup_workers > 0) return serve_polling(s, mine, mode, backup_workers);
+        if (mode == ps_mode::async || backup_workers > 0) return serve_polling(s, mode, backup_workers);
         std::vector<char> active(ch_.workers.size(), 1);
-        std::vector<std::int64_t> req(2 * ch_.workers.size());
         std::vector<request> rs;
         for (;;) {
             std::vector<std::size_t> asking;
             for (std::size_t w = 0; w < ch_.workers.size(); ++w)
                 if (active[w]) {
                     asking.push_back(w);
-                    ch_.recv(rs, ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
+                    post_request(rs, w);
                 }
             if (asking.empty()) return static_cast<std::size_t>(step_);
             ch_.wait_all(rs);
-            std::vector<std::size_t> stepping;
+            std::vector<std::size_t> answering;
             for (std::size_t w : asking) {
                 ++rounds_;
-                const auto kind = check_request(w, req.data() + 2 * w);
-                if (kind == detail::ps_request::done) {
-                    active[w] = 0;
-                    continue;
+                const auto kind = check_request(w);
+                if (kind == detail::ps_request::done) active[w] = 0;
+                else {
+                    post_ids(rs, w);
+                    answering.push_back(w);
                 }
-                send_values(rs, w, mine);
-                if (kind == detail::ps_request::step) stepping.push_back(w);
+            }
+            ch_.wait_all(rs);
+            std::vector<std::size_t> stepping;
+            for (std::size_t w : answering) {
+                check_ids(w);
+                send_values(rs, w);
+                if (wkind_[w] == detail::ps_request::step) stepping.push_back(w);
             }
             ch_.wait_all(rs);  // the values are out before the update changes them
             if (stepping.empty()) continue;
             // the pushes, in worker order
-            std::fill(acc_.begin(), acc_.end(), 0.0);
             double total = 0;
             std::vector<double> head(3);
             for (std::size_t w : stepping) {
@@ -302,27 +372,88 @@ public:
                 total += head[0];
                 // summed into the accumulators as the pieces arrive (one
                 // worker at a time: the same order, the same bits, every run)
-                for (std::size_t i : mine) recv_shard(rs, ch_.workers[w], i, head[0]);
+                for (std::size_t i : mine_) recv_shard(rs, w, i, head[0]);
                 ch_.wait_all(rs);
             }
             if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
-            update(s, mine, total);
+            update(s, total);
         }
     }
 
 private:
-    // a request's fingerprint and kind, checked; throws (after failing the cluster) when wrong
-    detail::ps_request check_request(std::size_t w, const std::int64_t* req) {
+    // ---- the placement, at compile time ----
+    static constexpr std::array<std::size_t, N> pairs =
+        []<std::size_t... Q>(std::index_sequence<Q...>) { return std::array<std::size_t, N>{Q...}; }(Pairs{});
+    static constexpr bool any_sparse = [] {
+        for (std::size_t k = 0; k < N; ++k)
+            if (pairs[k] > 0) return true;
+        return false;
+    }();
+    static constexpr bool sparse_shard(std::size_t i) { return pairs[P::shards[i].var] > 0; }
+    // the number of sparse shards on ps q, and shard i's place among those of its ps
+    static constexpr std::size_t sparse_on(int q) {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < P::shard_count; ++i) n += P::shards[i].ps == q && sparse_shard(i);
+        return n;
+    }
+    static constexpr std::size_t sparse_slot(std::size_t i) {
+        std::size_t n = 0;
+        for (std::size_t j = 0; j < i; ++j) n += P::shards[j].ps == P::shards[i].ps && sparse_shard(j);
+        return n;
+    }
+    // where variable k's gradient starts in the fetch's results (after the loss), and its indices in the ids fetch's
+    static constexpr std::size_t fetch_at(std::size_t k) {
+        std::size_t at = 1;
+        for (std::size_t j = 0; j < k; ++j) at += pairs[j] ? 2 * pairs[j] : 1;
+        return at;
+    }
+    static constexpr std::size_t ids_at(std::size_t k) {
+        std::size_t at = 0;
+        for (std::size_t j = 0; j < k; ++j) at += pairs[j];
+        return at;
+    }
+
+    // a request's fingerprint, kind and row counts, checked; throws (after failing the cluster) when wrong
+    detail::ps_request check_request(std::size_t w) {
+        const std::vector<std::int64_t>& req = wreq_[w];
         const auto kind = static_cast<detail::ps_request>(req[0]);
         const auto fp = static_cast<std::uint64_t>(req[1]);
-        std::string why;
+        const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
         if (fp != fingerprint)
-            why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " runs a different model: fingerprint " + hex(fp) +
-                  ", this ps (" + ch_.t->spec().task.name() + ") has " + hex(fingerprint);
-        else if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
-            why = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " sent an unknown request " + std::to_string(req[0]);
-        if (!why.empty()) refuse(why);
+            refuse(who + " runs a different model: fingerprint " + hex(fp) + ", this ps (" + ch_.t->spec().task.name() +
+                   ") has " + hex(fingerprint));
+        if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
+            refuse(who + " sent an unknown request " + std::to_string(req[0]));
+        wkind_[w] = kind;
+        wids_at_[w].assign(1, 0);
+        for (std::size_t i : mine_)
+            if (sparse_shard(i)) {
+                const std::int64_t n = req[2 + sparse_slot(i)];
+                const std::int64_t rows = P::shards[i].row_end - P::shards[i].row_begin;
+                const bool ok = kind == detail::ps_request::done ? n == 0
+                                : kind == detail::ps_request::pull ? n == -1
+                                                                   : n >= 0 && n <= rows;
+                if (!ok) refuse(who + " asked for " + std::to_string(n) + " rows of a shard of " + std::to_string(rows));
+                wids_at_[w].push_back(wids_at_[w].back() + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+            }
         return kind;
+    }
+    // the row ids a request announced, once received: increasing, inside their shards
+    void check_ids(std::size_t w) {
+        std::size_t slot = 0;
+        for (std::size_t i : mine_)
+            if (sparse_shard(i)) {
+                const std::int64_t* ids = wids_[w].data();
+                std::int64_t prev = P::shards[i].row_begin - 1;
+                for (std::size_t j = wids_at_[w][slot]; j < wids_at_[w][slot + 1]; ++j) {
+                    if (!(ids[j] > prev && ids[j] < P::shards[i].row_end))
+                        refuse("parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " asked for row " +
+                               std::to_string(ids[j]) + ", not increasing or outside its shard [" +
+                               std::to_string(P::shards[i].row_begin) + ", " + std::to_string(P::shards[i].row_end) + ")");
+                    prev = ids[j];
+                }
+                ++slot;
+            }
     }
     // a push's head {examples, loss * examples, step}: examples neither
     // negative nor NaN; the step one this ps has given out (any earlier one
@@ -342,25 +473,26 @@ private:
         throw error(why);
     }
     // the optimizer's update from the accumulated gradients, averaged over `total` examples
-    void update(session& s, const std::vector<std::size_t>& mine, double total) {
+    void update(session& s, double total) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (std::size_t i : mine) average(i, total);
+        for (std::size_t i : mine_)
+            if (!sparse_shard(i)) average(i, total);
+        if constexpr (any_sparse) gather_sparse(total);
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-            s.run(apply_, grad_feed<K>()...);
+            std::apply([&](const auto&... f) { s.run(apply_, f...); }, std::tuple_cat(apply_feeds<K>()...));
         }(std::index_sequence_for<Vs...>{});
         update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++step_;
     }
     // ps_mode::async, and ps_mode::sync with backup workers: every worker's
     // messages are awaited at once (polled), and handled as they come
-    std::size_t serve_polling(session& s, const std::vector<std::size_t>& mine, ps_mode mode, int backups) {
+    std::size_t serve_polling(session& s, ps_mode mode, int backups) {
         // per worker: what it is expected to send next, and the receives posted for it
-        enum class expect { request, head, grads, stale, held, done };
+        enum class expect { request, ids, head, grads, stale, held, done };
         const bool async = mode == ps_mode::async;
         const std::size_t W = ch_.workers.size();
         std::vector<expect> state(W, expect::request);
         std::vector<std::vector<request>> posted(W);
-        std::vector<std::int64_t> req(2 * W);
         std::vector<double> head(3 * W);
         std::vector<std::int64_t> counted(W, -1);  // sync: the step whose update counts the worker's push
         std::size_t active = W;
@@ -369,30 +501,30 @@ private:
         int busy = -1;  // the worker whose gradients are being summed (into acc_: one worker at a time)
         std::vector<std::size_t> queued;  // workers whose head came while another's gradients were arriving
         std::vector<request> rs;
-        auto post_request = [&](std::size_t w) {
+        auto next_request = [&](std::size_t w) {
             state[w] = expect::request;
-            ch_.recv(posted[w], ch_.workers[w], op_code::pull, req.data() + 2 * w, 2);
+            post_request(posted[w], w);
         };
-        auto answer = [&](std::size_t w, detail::ps_request kind) {
-            send_values(rs, w, mine);
+        auto answer = [&](std::size_t w) {
+            send_values(rs, w);
             ch_.wait_all(rs);  // out before an update changes them
-            if (kind == detail::ps_request::pull) post_request(w);
+            if (wkind_[w] == detail::ps_request::pull) next_request(w);
             else {
                 state[w] = expect::head;
                 ch_.recv(posted[w], ch_.workers[w], op_code::push, head.data() + 3 * w, 3);
             }
         };
+        auto drop = [&](std::size_t w) {  // a push whose step has passed
+            ++stale_;
+            if (head[3 * w] == 0) return next_request(w);
+            state[w] = expect::stale;
+            for (std::size_t i : mine_) discard_shard(posted[w], w, i);
+        };
         auto post_grads = [&](std::size_t w) {
-            if (!async && head[3 * w + 2] != static_cast<double>(step_)) {  // its step passed while it queued
-                state[w] = expect::stale;
-                ++stale_;
-                for (std::size_t i : mine) discard_shard(posted[w], ch_.workers[w], i);
-                return;
-            }
+            if (!async && head[3 * w + 2] != static_cast<double>(step_)) return drop(w);  // its step passed while it queued
             busy = static_cast<int>(w);
             state[w] = expect::grads;
-            if (async) std::fill(acc_.begin(), acc_.end(), 0.0);
-            for (std::size_t i : mine) recv_shard(posted[w], ch_.workers[w], i, async ? 1.0 : head[3 * w]);
+            for (std::size_t i : mine_) recv_shard(posted[w], w, i, async ? 1.0 : head[3 * w]);
         };
         auto next_queued = [&] {
             while (busy < 0 && !queued.empty()) {
@@ -407,15 +539,21 @@ private:
             const int need = std::min<int>(static_cast<int>(W) - backups, static_cast<int>(active));
             if (contributions < need) return;
             if (!(total > 0)) throw error("parameter servers: no worker fed any example in this step");
-            update(s, mine, total);
-            std::fill(acc_.begin(), acc_.end(), 0.0);
+            update(s, total);
             contributions = 0;
             total = 0;
             for (std::size_t w = 0; w < W; ++w)
-                if (state[w] == expect::held) answer(w, detail::ps_request::step);
+                if (state[w] == expect::held) answer(w);
             next_queued();  // their step has passed: dropped
         };
-        for (std::size_t w = 0; w < W; ++w) post_request(w);
+        // a request (and the row ids it announced) is in
+        auto requested = [&](std::size_t w) {
+            check_ids(w);
+            if (!async && wkind_[w] == detail::ps_request::step && counted[w] == step_)
+                state[w] = expect::held;  // its push is in this step: it waits for the update
+            else answer(w);
+        };
+        for (std::size_t w = 0; w < W; ++w) next_request(w);
         while (active > 0) {
             bool progressed = false;
             for (std::size_t w = 0; w < W; ++w) {
@@ -427,38 +565,34 @@ private:
                 posted[w].clear();
                 if (state[w] == expect::request) {
                     ++rounds_;
-                    const auto kind = check_request(w, req.data() + 2 * w);
-                    if (kind == detail::ps_request::done) {
+                    if (check_request(w) == detail::ps_request::done) {
                         state[w] = expect::done;
                         --active;
                         maybe_update();  // the step may need fewer pushes now
-                    } else if (!async && kind == detail::ps_request::step && counted[w] == step_)
-                        state[w] = expect::held;  // its push is in this step: it waits for the update
-                    else answer(w, kind);
-                } else if (state[w] == expect::head) {
+                    } else {
+                        post_ids(posted[w], w);
+                        if (!posted[w].empty()) state[w] = expect::ids;
+                        else requested(w);
+                    }
+                } else if (state[w] == expect::ids) requested(w);
+                else if (state[w] == expect::head) {
                     const double n = head[3 * w];
                     check_head(w, head.data() + 3 * w, true);
-                    if (!async && head[3 * w + 2] != static_cast<double>(step_)) {  // computed from older values
-                        ++stale_;
-                        if (n == 0) post_request(w);
-                        else {
-                            state[w] = expect::stale;
-                            for (std::size_t i : mine) discard_shard(posted[w], ch_.workers[w], i);
-                        }
-                    } else if (n == 0) {
+                    if (!async && head[3 * w + 2] != static_cast<double>(step_)) drop(w);  // computed from older values
+                    else if (n == 0) {
                         if (!async) {
                             counted[w] = step_;
                             ++contributions;
                         }
-                        post_request(w);
+                        next_request(w);
                         maybe_update();
                     } else if (busy < 0) post_grads(w);
                     else queued.push_back(w);
-                } else if (state[w] == expect::stale) post_request(w);
+                } else if (state[w] == expect::stale) next_request(w);
                 else {  // its gradients are in
                     busy = -1;
-                    post_request(w);
-                    if (async) update(s, mine, 1.0);  // one update from them alone
+                    next_request(w);
+                    if (async) update(s, 1.0);  // one update from them alone
                     else {
                         counted[w] = step_;
                         ++contributions;
@@ -510,58 +644,200 @@ private:
             ((K == v ? (f(std::integral_constant<std::size_t, K>{}), void()) : void()), ...);
         }(std::index_sequence_for<Vs...>{});
     }
+    template <std::size_t K>
+    auto& var_value() {
+        return const_cast<var_t<K>&>(typeflow::detail::get_child<K>(vars_)).value();
+    }
 
+    // ---- worker side ----
+    // to every ps: the request (kind, fingerprint, and per table shard there:
+    // the rows it asks for, -1 for all), then the row ids
     void request_all(detail::ps_request kind) {
         ++rounds_;
         std::vector<request> rs;
-        for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-            req_[2 * p] = static_cast<std::int64_t>(kind);
-            req_[2 * p + 1] = static_cast<std::int64_t>(fingerprint);
-            ch_.send(rs, ch_.ps[p], op_code::pull, req_.data() + 2 * p, 2);
+        for (std::size_t q = 0; q < ch_.ps.size(); ++q) {
+            std::vector<std::int64_t>& req = req_[q];
+            req[0] = static_cast<std::int64_t>(kind);
+            req[1] = static_cast<std::int64_t>(fingerprint);
+            req_ids_[q].clear();
+            for (std::size_t i = 0; i < P::shard_count; ++i)
+                if (P::shards[i].ps == static_cast<int>(q) && sparse_shard(i)) {
+                    std::int64_t& n = req[2 + sparse_slot(i)];
+                    if (kind == detail::ps_request::step) {
+                        n = static_cast<std::int64_t>(touched_[i].size());
+                        req_ids_[q].insert(req_ids_[q].end(), touched_[i].begin(), touched_[i].end());
+                    } else n = kind == detail::ps_request::pull ? -1 : 0;
+                }
+            ch_.send(rs, ch_.ps[q], op_code::pull, req.data(), req.size());
+            ch_.send(rs, ch_.ps[q], op_code::pull, req_ids_[q].data(), req_ids_[q].size());
         }
         ch_.wait_all(rs);
     }
     // every ps's step number, and every shard from the ps that holds it,
-    // straight into this task's variables
+    // straight into this task's variables (a table's touched rows through a buffer)
     void receive_values() {
         std::vector<request> rs;
-        for (std::size_t p = 0; p < ch_.ps.size(); ++p) {
-            ch_.recv(rs, ch_.ps[p], op_code::pull, steps_.data() + p, 1);
+        for (std::size_t q = 0; q < ch_.ps.size(); ++q) {
+            ch_.recv(rs, ch_.ps[q], op_code::pull, steps_.data() + q, 1);
+            const bool rows_only = req_[q][0] == static_cast<std::int64_t>(detail::ps_request::step);
             for (std::size_t i = 0; i < P::shard_count; ++i)
-                if (P::shards[i].ps == static_cast<int>(p))
+                if (P::shards[i].ps == static_cast<int>(q))
                     with_var(P::shards[i].var, [&](auto k) {
-                        auto& t = const_cast<var_t<decltype(k)::value>&>(typeflow::detail::get_child<decltype(k)::value>(vars_)).value();
-                        ch_.recv(rs, ch_.ps[p], op_code::pull, t.data() + shard_at(i), shard_size(i));
+                        auto& t = var_value<decltype(k)::value>();
+                        using T = value_type_t<var_t<decltype(k)::value>>;
+                        if (sparse_shard(i) && rows_only) {
+                            const std::size_t m = touched_[i].size() * row_elems(P::shards[i].var);
+                            rows_[i].resize(m * sizeof(T) / sizeof(double) + 1);
+                            ch_.recv(rs, ch_.ps[q], op_code::pull, reinterpret_cast<T*>(rows_[i].data()), m);
+                        } else ch_.recv(rs, ch_.ps[q], op_code::pull, t.data() + shard_at(i), shard_size(i));
                     });
         }
         ch_.wait_all(rs);
-    }
-    // the push head for ps p: examples, loss * examples, and the step of the values it was computed from
-    void set_head(std::size_t p, double n, double loss_sum) {
-        head_[3 * p] = n;
-        head_[3 * p + 1] = loss_sum;
-        head_[3 * p + 2] = static_cast<double>(steps_[p]);
-    }
-    template <std::size_t K, class T>
-    void push_grads(std::vector<request>& rs, const tensor<T>& g) {
-        for (std::size_t p = 0; p < ch_.ps.size(); ++p)
+        if constexpr (any_sparse)  // the pulled rows into the tables
             for (std::size_t i = 0; i < P::shard_count; ++i)
-                if (P::shards[i].var == K && P::shards[i].ps == static_cast<int>(p))
-                    ch_.send(rs, ch_.ps[p], op_code::push, g.data() + shard_at(i), shard_size(i));
+                if (sparse_shard(i) && req_[P::shards[i].ps][0] == static_cast<std::int64_t>(detail::ps_request::step))
+                    with_var(P::shards[i].var, [&](auto k) {
+                        using T = value_type_t<var_t<decltype(k)::value>>;
+                        T* t = var_value<decltype(k)::value>().data();
+                        const T* r = reinterpret_cast<const T*>(rows_[i].data());
+                        const std::size_t re = row_elems(P::shards[i].var);
+                        for (std::size_t j = 0; j < touched_[i].size(); ++j)
+                            std::copy(r + j * re, r + (j + 1) * re, t + static_cast<std::size_t>(touched_[i][j]) * re);
+                    });
+    }
+    // the push head for ps q: examples, loss * examples, and the step of the values it was computed from
+    void set_head(std::size_t q, double n, double loss_sum) {
+        head_[3 * q] = n;
+        head_[3 * q + 1] = loss_sum;
+        head_[3 * q + 2] = static_cast<double>(steps_[q]);
+    }
+    // shard i's gradient to its ps: a slice of the dense gradient, or the summed rows of a table's touched rows
+    template <class Res>
+    void push_shard(std::vector<request>& rs, const Res& res, std::size_t i) {
+        with_var(P::shards[i].var, [&](auto k) {
+            constexpr std::size_t K = decltype(k)::value;
+            using T = value_type_t<var_t<K>>;
+            const int peer = ch_.ps[static_cast<std::size_t>(P::shards[i].ps)];
+            if constexpr (pairs[K] > 0)
+                ch_.send(rs, peer, op_code::push, reinterpret_cast<const T*>(rows_[i].data()),
+                         touched_[i].size() * row_elems(K));
+            else ch_.send(rs, peer, op_code::push, std::get<fetch_at(K)>(res).data() + shard_at(i), shard_size(i));
+        });
+    }
+    // the rows of each table that this step's indices touch, sorted, per shard
+    template <class IdsRes>
+    void collect_touched(const IdsRes& ids) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            (collect_var<K>(ids, std::make_index_sequence<pairs[K]>{}), ...);
+        }(std::index_sequence_for<Vs...>{});
+    }
+    template <std::size_t K, class IdsRes, std::size_t... Q>
+    void collect_var(const IdsRes& ids, std::index_sequence<Q...>) {
+        if constexpr (sizeof...(Q) > 0) {
+            constexpr std::int64_t rows = shape_t<var_t<K>>::value.d[0];
+            std::vector<std::int64_t> all;
+            auto add = [&](const auto& t) {
+                for (std::size_t e = 0; e < static_cast<std::size_t>(t.size()); ++e) {
+                    const auto id = static_cast<std::int64_t>(t.data()[e]);
+                    if (id < 0 || id >= rows)
+                        throw error("parameter servers: index " + std::to_string(id) + " of " + std::string(var_t<K>::name()) +
+                                    " outside [0, " + std::to_string(rows) + ")");
+                    all.push_back(id);
+                }
+            };
+            (add(std::get<ids_at(K) + Q>(ids)), ...);
+            std::sort(all.begin(), all.end());
+            all.erase(std::unique(all.begin(), all.end()), all.end());
+            for (std::size_t i = 0; i < P::shard_count; ++i)
+                if (P::shards[i].var == K) {
+                    const auto b = std::lower_bound(all.begin(), all.end(), P::shards[i].row_begin);
+                    const auto e = std::lower_bound(all.begin(), all.end(), P::shards[i].row_end);
+                    touched_[i].assign(b, e);
+                }
+        }
+    }
+    // each table's gradient rows summed per touched row, per shard, into rows_
+    template <class Res>
+    void build_push_rows(const Res& res) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            (push_rows_var<K>(res, std::make_index_sequence<pairs[K]>{}), ...);
+        }(std::index_sequence_for<Vs...>{});
+    }
+    template <std::size_t K, class Res, std::size_t... Q>
+    void push_rows_var(const Res& res, std::index_sequence<Q...>) {
+        if constexpr (sizeof...(Q) > 0) {
+            using T = value_type_t<var_t<K>>;
+            constexpr std::size_t re = row_elems(K);
+            for (std::size_t i = 0; i < P::shard_count; ++i)
+                if (P::shards[i].var == K) {
+                    rows_[i].assign(touched_[i].size() * re * sizeof(T) / sizeof(double) + 1, 0.0);
+                    std::fill_n(reinterpret_cast<T*>(rows_[i].data()), touched_[i].size() * re, T{});
+                }
+            auto add = [&](const auto& values, const auto& ids) {
+                for (std::size_t j = 0; j < static_cast<std::size_t>(ids.size()); ++j) {
+                    const auto id = static_cast<std::int64_t>(ids.data()[j]);
+                    for (std::size_t i = 0; i < P::shard_count; ++i)
+                        if (P::shards[i].var == K && id >= P::shards[i].row_begin && id < P::shards[i].row_end) {
+                            const auto at = static_cast<std::size_t>(
+                                std::lower_bound(touched_[i].begin(), touched_[i].end(), id) - touched_[i].begin());
+                            T* r = reinterpret_cast<T*>(rows_[i].data()) + at * re;
+                            const T* v = values.data() + j * re;
+                            for (std::size_t c = 0; c < re; ++c) r[c] += v[c];
+                        }
+                }
+            };
+            (add(std::get<fetch_at(K) + 2 * Q>(res), std::get<fetch_at(K) + 2 * Q + 1>(res)), ...);
+        }
     }
 
-    // ps side
-    // the answer to worker w's pull: this ps's step, then the values of its shards
-    void send_values(std::vector<request>& rs, std::size_t w, const std::vector<std::size_t>& mine) {
-        ch_.send(rs, ch_.workers[w], op_code::pull, &step_, 1);
-        for (std::size_t i : mine) send_shard(rs, ch_.workers[w], i);
+    // ---- ps side ----
+    void post_request(std::vector<request>& rs, std::size_t w) {
+        ch_.recv(rs, ch_.workers[w], op_code::pull, wreq_[w].data(), wreq_[w].size());
+    }
+    // the row ids worker w's request announced (nothing to post when none)
+    void post_ids(std::vector<request>& rs, std::size_t w) {
+        wids_[w].resize(wids_at_[w].back());
+        ch_.recv(rs, ch_.workers[w], op_code::pull, wids_[w].data(), wids_[w].size());
+    }
+    // the answer to worker w's pull: this ps's step, then the values of its shards (a table's: the rows asked for)
+    void send_values(std::vector<request>& rs, std::size_t w) {
+        const int worker = ch_.workers[w];
+        ch_.send(rs, worker, op_code::pull, &step_, 1);
+        std::size_t slot = 0, at = 0;
+        for (std::size_t i : mine_) {
+            if (sparse_shard(i) && wkind_[w] == detail::ps_request::step) {
+                const std::size_t b = wids_at_[w][slot], e = wids_at_[w][slot + 1];
+                with_var(P::shards[i].var, [&](auto k) {
+                    using T = value_type_t<var_t<decltype(k)::value>>;
+                    const T* t = var_value<decltype(k)::value>().data();
+                    const std::size_t re = row_elems(P::shards[i].var);
+                    T* out = reinterpret_cast<T*>(wrows_[w].data()) + at;
+                    for (std::size_t j = b; j < e; ++j)
+                        std::copy(t + static_cast<std::size_t>(wids_[w][j]) * re, t + (static_cast<std::size_t>(wids_[w][j]) + 1) * re,
+                                  out + (j - b) * re);
+                    ch_.send(rs, worker, op_code::pull, static_cast<const T*>(out), (e - b) * re);
+                    at += (e - b) * re;
+                });
+            } else send_shard(rs, worker, i);
+            slot += sparse_shard(i);
+        }
+    }
+    // how many gradient elements of shard i worker w pushes: the whole shard, or the rows it pulled
+    std::size_t pushed_size(std::size_t w, std::size_t i) const {
+        if (!sparse_shard(i)) return shard_size(i);
+        std::size_t slot = 0;
+        for (std::size_t j : mine_) {
+            if (j == i) break;
+            slot += sparse_shard(j);
+        }
+        return (wids_at_[w][slot + 1] - wids_at_[w][slot]) * row_elems(P::shards[i].var);
     }
     // receives a stale push's gradient rows of shard i and drops them
-    void discard_shard(std::vector<request>& rs, int worker, std::size_t i) {
+    void discard_shard(std::vector<request>& rs, std::size_t w, std::size_t i) {
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
             T* scratch = reinterpret_cast<T*>(scratch_.data()) + buffer_at(i);
-            ch_.recv_each(rs, worker, op_code::push, scratch, shard_size(i), [](std::size_t, const T*, std::size_t) {});
+            ch_.recv_each(rs, ch_.workers[w], op_code::push, scratch, pushed_size(w, i), [](std::size_t, const T*, std::size_t) {});
         });
     }
     void send_shard(std::vector<request>& rs, int worker, std::size_t i) {
@@ -570,53 +846,146 @@ private:
             ch_.send(rs, worker, op_code::pull, t.data() + shard_at(i), shard_size(i));
         });
     }
-    // acc += n * the worker's gradient rows of shard i
-    void recv_shard(std::vector<request>& rs, int worker, std::size_t i, double n) {
+    // acc += n * worker w's gradient of shard i (of a table's shard: the rows it pulled)
+    void recv_shard(std::vector<request>& rs, std::size_t w, std::size_t i, double n) {
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
             T* scratch = reinterpret_cast<T*>(scratch_.data()) + buffer_at(i);
             double* a = acc_.data() + buffer_at(i);
-            ch_.recv_each(rs, worker, op_code::push, scratch, shard_size(i), [a, n](std::size_t at, const T* g, std::size_t m) {
-                for (std::size_t e = 0; e < m; ++e) a[at + e] += n * static_cast<double>(g[e]);
-            });
+            if (!sparse_shard(i)) {
+                ch_.recv_each(rs, ch_.workers[w], op_code::push, scratch, shard_size(i),
+                              [a, n](std::size_t at, const T* g, std::size_t m) {
+                                  for (std::size_t e = 0; e < m; ++e) a[at + e] += n * static_cast<double>(g[e]);
+                              });
+                return;
+            }
+            std::size_t slot = 0;
+            for (std::size_t j : mine_) {
+                if (j == i) break;
+                slot += sparse_shard(j);
+            }
+            const std::int64_t* ids = wids_[w].data() + wids_at_[w][slot];
+            const std::size_t re = row_elems(P::shards[i].var);
+            const std::int64_t rb = P::shards[i].row_begin;
+            char* mark = marks_.data() + buffer_at(i);  // a row's mark at its first element
+            std::vector<std::int64_t>* rows = &step_rows_[i];
+            ch_.recv_each(rs, ch_.workers[w], op_code::push, scratch, pushed_size(w, i),
+                          [a, n, ids, re, rb, mark, rows](std::size_t at, const T* g, std::size_t m) {
+                              for (std::size_t e = 0; e < m; ++e) {
+                                  const std::size_t el = at + e, j = el / re, c = el % re;
+                                  const auto r = static_cast<std::size_t>(ids[j] - rb);
+                                  a[r * re + c] += n * static_cast<double>(g[e]);
+                                  if (c == 0 && !mark[r * re]) {
+                                      mark[r * re] = 1;
+                                      rows->push_back(ids[j]);
+                                  }
+                              }
+                          });
         });
     }
     void average(std::size_t i, double total) {
         with_var(P::shards[i].var, [&](auto k) {
             using T = value_type_t<var_t<decltype(k)::value>>;
             T* out = std::get<decltype(k)::value>(grads_).data() + shard_at(i);
-            const double* a = acc_.data() + buffer_at(i);
-            for (std::size_t e = 0; e < shard_size(i); ++e) out[e] = static_cast<T>(a[e] / total);
+            double* a = acc_.data() + buffer_at(i);
+            for (std::size_t e = 0; e < shard_size(i); ++e) {
+                out[e] = static_cast<T>(a[e] / total);
+                a[e] = 0;
+            }
         });
     }
-    void prepare_grad_buffers() {
-        acc_.assign(buffer_at(P::shard_count), 0.0);
-        scratch_.assign(buffer_at(P::shard_count), 0.0);  // doubles: room for either dtype, aligned
+    // each table's pushed rows (of the shards here), averaged, with their ids, for the sparse update; the accumulators cleared
+    void gather_sparse(double total) {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-            ((std::get<K>(grads_).assign(static_cast<std::size_t>(shape_t<Vs>::numel), value_type_t<Vs>{})), ...);
+            ((pairs[K] > 0 ? (gather_sparse_var<K>(total), void()) : void()), ...);
         }(std::index_sequence_for<Vs...>{});
     }
     template <std::size_t K>
-    auto grad_feed() const {
+    void gather_sparse_var(double total) {
+        using T = value_type_t<var_t<K>>;
+        constexpr std::size_t re = row_elems(K);
+        auto& out = std::get<K>(grads_);
+        auto& ids = sparse_ids_[K];
+        out.clear();
+        ids.clear();
+        for (std::size_t i : mine_)
+            if (P::shards[i].var == K) {
+                double* a = acc_.data() + buffer_at(i);
+                char* mark = marks_.data() + buffer_at(i);
+                const std::int64_t rb = P::shards[i].row_begin;
+                for (const std::int64_t id : step_rows_[i]) {
+                    const auto r = static_cast<std::size_t>(id - rb);
+                    for (std::size_t c = 0; c < re; ++c) {
+                        out.push_back(static_cast<T>(a[r * re + c] / total));
+                        a[r * re + c] = 0;
+                    }
+                    mark[r * re] = 0;
+                    ids.push_back(id);
+                }
+                step_rows_[i].clear();
+            }
+    }
+    void prepare_ps_buffers() {
+        acc_.assign(buffer_at(P::shard_count), 0.0);
+        scratch_.assign(buffer_at(P::shard_count), 0.0);  // doubles: room for either dtype, aligned
+        marks_.assign(buffer_at(P::shard_count), 0);      // a table row's mark at its first element
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            ((std::get<K>(grads_).assign(pairs[K] > 0 ? 0 : static_cast<std::size_t>(shape_t<Vs>::numel), value_type_t<Vs>{})),
+             ...);
+        }(std::index_sequence_for<Vs...>{});
+        const std::size_t W = ch_.workers.size();
+        wreq_.assign(W, std::vector<std::int64_t>(2 + sparse_on(me_)));
+        wkind_.assign(W, detail::ps_request::done);
+        wids_.assign(W, {});
+        wids_at_.assign(W, std::vector<std::size_t>(1, 0));
+        std::size_t table_elems = 0;  // room for every table row this ps holds, per worker
+        for (std::size_t i : mine_)
+            if (sparse_shard(i)) table_elems += shard_size(i);
+        wrows_.assign(W, std::vector<double>(table_elems + 1));
+    }
+    // the feeds of variable K's gradient for the update
+    template <std::size_t K>
+    auto apply_feeds() const {
         using V = var_t<K>;
-        return feed(detail::ps_grad_t<V>{},
-                    tensor_view<const value_type_t<V>>{std::get<K>(grads_).data(), shape_t<V>::value});
+        using T = value_type_t<V>;
+        if constexpr (pairs[K] > 0) {
+            dims d = shape_t<V>::value;
+            d[0] = static_cast<index_t>(sparse_ids_[K].size());
+            return std::make_tuple(feed(detail::ps_rows_t<V>{}, tensor_view<const T>{std::get<K>(grads_).data(), d}),
+                                   feed(detail::ps_ids_t<V>{}, tensor_view<const std::int64_t>{
+                                                                   sparse_ids_[K].data(), dims{d[0]}}));
+        } else return std::make_tuple(feed(detail::ps_grad_t<V>{}, tensor_view<const T>{std::get<K>(grads_).data(), shape_t<V>::value}));
     }
 
     detail::ps_channels ch_;
     std::uint64_t rounds_ = 0;
     double update_seconds_ = 0;
     Fetch fetch_;
+    IdsFetch ids_fetch_;
     Apply apply_;
     typeflow::detail::children_of<Vs...> vars_;
-    std::vector<std::int64_t> req_ = std::vector<std::int64_t>(2 * ch_.ps.size());
+    // worker
+    std::vector<std::vector<std::int64_t>> req_ = std::vector<std::vector<std::int64_t>>(ch_.ps.size());
+    std::vector<std::vector<std::int64_t>> req_ids_ = std::vector<std::vector<std::int64_t>>(ch_.ps.size());
     std::vector<double> head_ = std::vector<double>(3 * ch_.ps.size());
-    std::vector<std::int64_t> steps_ = std::vector<std::int64_t>(ch_.ps.size());  // worker: each ps's step at the last pull
-    std::int64_t step_ = 0;    // ps: updates applied
-    std::uint64_t stale_ = 0;  // ps: stale pushes dropped
-    std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // ps: the averaged gradients fed to the update (zeros elsewhere)
+    std::vector<std::int64_t> steps_ = std::vector<std::int64_t>(ch_.ps.size());  // each ps's step at the last pull
+    std::array<std::vector<std::int64_t>, P::shard_count> touched_;  // a table shard's rows this step touches, sorted
+    std::array<std::vector<double>, P::shard_count> rows_;           // their pulled values, then their summed gradients
+    // ps
+    int me_ = -1;
+    std::vector<std::size_t> mine_;  // the shards this ps holds
+    std::int64_t step_ = 0;          // updates applied
+    std::uint64_t stale_ = 0;        // stale pushes dropped
+    std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // the averaged gradients fed to the update (a table's: its rows)
+    std::array<std::vector<std::int64_t>, N> sparse_ids_;  // a table's row ids for the update
     std::vector<double> acc_, scratch_;
-
+    std::vector<char> marks_;                                         // a table row pushed this step
+    std::array<std::vector<std::int64_t>, P::shard_count> step_rows_;  // the rows marked, per shard
+    std::vector<std::vector<std::int64_t>> wreq_;                     // per worker: its request
+    std::vector<detail::ps_request> wkind_;                           // its kind
+    std::vector<std::vector<std::int64_t>> wids_;                     // the row ids it asked for
+    std::vector<std::vector<std::size_t>> wids_at_;                   // where each table shard's ids start in wids_
+    std::vector<std::vector<double>> wrows_;                          // the rows sent to it
 };
 
 /// Parameter-server training over transport `t` with optimizer Opt and
@@ -646,11 +1015,26 @@ private:
     template <class L, class... G, class... Vs, std::size_t... K>
     auto make_of(const L& loss, const train::grads_and_vars<G...>& gv, meta::list<Vs...>, std::index_sequence<K...>) const {
         using P = typename PS::template of<Vs...>;
-        auto fetch_all = fetch(loss, gv.template get<K>().grad...);
-        auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::ps_grad_t<Vs>, Vs>...>(
-            train::grad_and_var<detail::ps_grad_t<Vs>, Vs>{detail::ps_grad_t<Vs>{}, gv.template get<K>().var}...));
-        return ps_training<P, L, decltype(fetch_all), decltype(apply), Vs...>(*t_, PS::ps_tasks, std::move(fetch_all),
-                                                                           std::move(apply), gv.template get<K>().var...);
+        using Pairs = std::index_sequence<detail::ps_pairs<std::remove_cvref_t<decltype(gv.template get<K>().grad)>, Vs>()...>;
+        auto fetch_all = std::apply([&](const auto&... e) { return fetch(loss, e...); },
+                                    std::tuple_cat(detail::ps_grad_pack<Vs>(gv.template get<K>().grad)...));
+        auto ids = std::tuple_cat(detail::ps_ids_pack<Vs>(gv.template get<K>().grad)...);
+        auto fetch_ids = [&] {
+            if constexpr (std::tuple_size_v<decltype(ids)> > 0)
+                return std::apply([&](const auto&... e) { return fetch(e...); }, ids);
+            else return 0;  // no table: nothing to evaluate before a pull
+        }();
+        auto apply = opt_.apply_gradients(
+            train::grads_and_vars<train::grad_and_var<decltype(detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+                                                          gv.template get<K>().var)),
+                                                      Vs>...>(
+                train::grad_and_var<decltype(detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+                                        gv.template get<K>().var)),
+                                    Vs>{detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+                                            gv.template get<K>().var),
+                                        gv.template get<K>().var}...));
+        return ps_training<P, Pairs, L, decltype(fetch_all), decltype(fetch_ids), decltype(apply), Vs...>(
+            *t_, PS::ps_tasks, std::move(fetch_all), std::move(fetch_ids), std::move(apply), gv.template get<K>().var...);
     }
 
     transport* t_;
