@@ -94,8 +94,8 @@ foreach(_n 2 3)
   set_tests_properties(dist.ps.workers${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
 # the same run ending with other bad input from a worker: an unknown request, a
-# negative example count, gradients of a step no ps has reached
-foreach(_bad request examples step)
+# negative example count, gradients of a step no ps has reached, table rows out of order
+foreach(_bad request examples step rows)
   add_test(NAME dist.ps.bad_${_bad}
            COMMAND typeflow-launch -n 2 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 3 ${_bad})
   set_tests_properties(dist.ps.bad_${_bad} PROPERTIES TIMEOUT 120 LABELS dist)

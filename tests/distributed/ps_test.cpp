@@ -10,9 +10,9 @@
 // went down. Then asynchronous training of a fresh model, whose final loss
 // must reach single-process training's after as many steps. Then bad input
 // from worker 0: a different model, an unknown request, a negative example
-// count or gradients of a step no ps has reached: every task fails with an
-// error saying what was wrong (both fingerprints, the request, the count, the
-// steps).
+// count, gradients of a step no ps has reached, or table rows out of order:
+// every task fails with an error saying what was wrong (both fingerprints,
+// the request, the count, the steps, the row).
 //
 // With `backup` or `stall` it runs only the backup-worker checks (3 workers,
 // synchronous, the MLP trained for a fixed time; worker 2 stops itself with
@@ -22,7 +22,7 @@
 // (`stall`, heartbeat timeout 1 s), every other task reports worker 2 as not
 // responding within twice the heartbeat timeout instead of hanging.
 //
-//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples | step; or backup | stall]
+//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples | step | rows; or backup | stall]
 #include <typeflow/dist.hpp>
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
@@ -190,7 +190,7 @@ void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int b
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: ps_test <global batch> <steps> [fingerprint|request|examples|step|backup|stall]\n");
+        std::fprintf(stderr, "usage: ps_test <global batch> <steps> [fingerprint|request|examples|step|rows|backup|stall]\n");
         return 2;
     }
     const int batch = std::atoi(argv[1]), steps = std::atoi(argv[2]);
@@ -384,18 +384,43 @@ int main(int argc, char** argv) {
             tf::variable<"b2", double, tf::shape<1>> c2;
             auto bad_loss = tf::mean(tf::matmul(tf::tanh(tf::matmul(x, v1) + c1), v2)) + tf::sum(c2);
             auto bad = tfd::parameter_servers<placement>(t, opt).minimize(bad_loss);
+            // a model with an embedding table, for row ids out of order
+            tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn>> ids;
+            tf::variable<"r/table", double, tf::shape<64, 4>> table;
+            auto rows_model =
+                tfd::parameter_servers<placement>(t, opt).minimize(tf::mean(tf::square(tf::embedding_lookup(table, ids))));
             // what worker 0 sends, and what every task's error must say
             const std::string kind = argc > 3 ? argv[3] : "fingerprint";
             const std::string says = kind == "request" ? "sent an unknown request 7"
                                      : kind == "examples" ? "pushed -1.000000 examples"
                                      : kind == "step"     ? "pushed gradients of step 5.000000, this ps (ps:"
+                                     : kind == "rows"     ? ", not increasing or outside its shard ["
                                                           : "runs a different model: fingerprint";
             std::string what;
             try {
-                if (is_ps) training.serve(s);
+                if (is_ps && kind == "rows") rows_model.serve(s);
+                else if (is_ps) training.serve(s);
+                else if (me != 0 && kind == "rows")
+                    for (int k = 0; k < 3; ++k) rows_model.pull();
                 else if (me != 0)
                     for (int k = 0; k < 3; ++k) training.pull();  // a refusal may come a round later
                 else if (kind == "fingerprint") bad.pull();  // a model with w2 of 2 outputs
+                else if (kind == "rows") {
+                    // a step asking each ps for rows 7 and 5 of its table shard: not increasing
+                    tfd::detail::ps_channels ch(t, 2);
+                    std::vector<tfd::request> rs;
+                    const std::int64_t req[3] = {1, static_cast<std::int64_t>(rows_model.fingerprint), 2};
+                    const std::int64_t rows[2][2] = {{7, 5}, {39, 37}};
+                    for (int p : ch.ps) {
+                        ch.send(rs, p, tfd::op_code::pull, req, 3);
+                        // the shard of rows [32, 64) gets 39, 37; the other 7, 5
+                        const int which = tfd::placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>,
+                                                         decltype(table)>::ps_of<decltype(table)>(1) == p - ch.ps[0];
+                        ch.send(rs, p, tfd::op_code::pull, rows[which], 2);
+                    }
+                    ch.wait_all(rs);
+                    for (int k = 0; k < 3; ++k) rows_model.pull();
+                }
                 else {
                     tfd::detail::ps_channels ch(t, 2);
                     std::vector<tfd::request> rs;
