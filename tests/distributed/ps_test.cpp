@@ -373,6 +373,26 @@ int main(int argc, char** argv) {
                                 (64 * 4 + 5) * 8 + 2 * 8, worst, first, last);
                 sparse_training.finish();
             }
+            // the same table trained asynchronously (each worker's rows applied alone)
+            tf::variable<"ea/table", double, tf::shape<64, 4>> at;
+            tf::variable<"ea/w", double, tf::shape<4, 1>> aw;
+            tf::variable<"ea/b", double, tf::shape<1>> ab;
+            init(at, salt), init(aw, salt + 10), init(ab, salt + 20);
+            auto async_sparse = tfd::parameter_servers<placement>(t, opt).minimize(emb_loss(at, aw, ab));
+            if (is_ps) {
+                const std::size_t updates = async_sparse.serve(s, tfd::ps_mode::async);
+                expect(updates == static_cast<std::size_t>(steps * workers), "sparse async: " + std::to_string(updates) + " updates");
+            } else {
+                const tf::tensor<std::int32_t> im = ids_of(mine), ia = ids_of(all);
+                async_sparse.pull();
+                const double first = static_cast<double>(s.run(emb_loss(at, aw, ab), tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia))[0]);
+                for (int k = 0; k < steps; ++k) async_sparse.run(s, tf::feed(x, xm), tf::feed(y, ym), tf::feed(ids, im));
+                async_sparse.pull();
+                const double last = static_cast<double>(s.run(emb_loss(at, aw, ab), tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia))[0]);
+                expect(last < first, "sparse async: loss " + std::to_string(first) + " -> " + std::to_string(last));
+                if (me == 0) std::printf("ps sparse async: workers=%d loss %.6f -> %.6f\n", workers, first, last);
+                async_sparse.finish();
+            }
         }
         // bad input from worker 0, which fails the cluster (so it comes last and
         // one kind a run): every task gets an error naming what was wrong
