@@ -60,4 +60,19 @@ auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, 
     return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
 }
 
+// A task's rows of a global batch (i = me, me + tasks, ...) and the whole
+// batch (for single-process references), with their data.
+struct batch_split {
+    std::vector<int> mine, all;
+    tf::tensor<double> xm, ym, xa, ya;
+    batch_split(int batch, int tasks, int me) {
+        for (int i = 0; i < batch; ++i) {
+            all.push_back(i);
+            if (i % tasks == me) mine.push_back(i);
+        }
+        fill_rows(mine, xm, ym);
+        fill_rows(all, xa, ya);
+    }
+};
+
 }  // namespace tfd_test

@@ -91,14 +91,8 @@ void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int b
     tf::variable<"b2", double, tf::shape<1>> b2;
     init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
     auto loss = mlp_loss(x, y, w1, b1, w2, b2);
-    std::vector<int> mine, all;
-    for (int i = 0; i < batch; ++i) {
-        all.push_back(i);
-        if (i % workers == me) mine.push_back(i);
-    }
-    tf::tensor<double> xm, ym, xa, ya;
-    fill_rows(mine, xm, ym);
-    fill_rows(all, xa, ya);
+    const tfd_test::batch_split split(batch, workers, me);
+    const auto &xm = split.xm, &ym = split.ym, &xa = split.xa, &ya = split.ya;
     using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
     auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(loss);
     tf::session s;
@@ -223,14 +217,9 @@ int main(int argc, char** argv) {
         init(w1, salt), init(b1, salt + 10), init(w2, salt + 20), init(b2, salt + 30);
         auto opt = tf::train::adam(0.01);
         // a worker's rows: i = me, me + workers, ...; the whole batch for the references
-        std::vector<int> mine, all;
-        for (int i = 0; i < batch; ++i) {
-            all.push_back(i);
-            if (i % workers == me) mine.push_back(i);
-        }
-        tf::tensor<double> xm, ym, xa, ya;
-        fill_rows(mine, xm, ym);
-        fill_rows(all, xa, ya);
+        const tfd_test::batch_split split(batch, workers, me);
+        const auto &mine = split.mine, &all = split.all;
+        const auto &xm = split.xm, &ym = split.ym, &xa = split.xa, &ya = split.ya;
         using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
         auto training = tfd::parameter_servers<placement>(t, opt).minimize(mlp_loss(x, y, w1, b1, w2, b2));
         tf::session s;
