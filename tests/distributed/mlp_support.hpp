@@ -60,6 +60,23 @@ auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, 
     return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
 }
 
+// The MLP trained in one process on the whole batch (xa, ya) for `steps`
+// Adam(0.01) steps from the values a ps starts from (init salts 0, 10, 20,
+// 30): its loss then, the reference the distributed runs must reach.
+template <class X, class Y>
+double single_process_loss(const X& x, const Y& y, const tf::tensor<double>& xa, const tf::tensor<double>& ya, int steps) {
+    tf::variable<"single/w1", double, tf::shape<4, 8>> w1;
+    tf::variable<"single/b1", double, tf::shape<8>> b1;
+    tf::variable<"single/w2", double, tf::shape<8, 1>> w2;
+    tf::variable<"single/b2", double, tf::shape<1>> b2;
+    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
+    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    auto step = tf::train::adam(0.01).minimize(loss);
+    tf::session s;
+    for (int k = 0; k < steps; ++k) s.run(step, tf::feed(x, xa), tf::feed(y, ya));
+    return static_cast<double>(s.run(loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+}
+
 // A task's rows of a global batch (i = me, me + tasks, ...) and the whole
 // batch (for single-process references), with their data.
 struct batch_split {

@@ -158,16 +158,7 @@ void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int b
     const double before = rate(t0 + 0.2, stop_begin), during = rate(stop_begin + 0.1, stop_end);
     const double last = static_cast<double>(s.run(loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
     // the same model trained in one process on the whole batch for as many updates
-    tf::variable<"ref_w1", double, tf::shape<4, 8>> r1;
-    tf::variable<"ref_b1", double, tf::shape<8>> rb1;
-    tf::variable<"ref_w2", double, tf::shape<8, 1>> r2;
-    tf::variable<"ref_b2", double, tf::shape<1>> rb2;
-    init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
-    auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
-    auto ref_step = tf::train::adam(0.01).minimize(ref_loss);
-    tf::session ref;
-    for (int k = 0; k < static_cast<int>(updates); ++k) ref.run(ref_step, tf::feed(x, xa), tf::feed(y, ya));
-    const double lr = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+    const double lr = tfd_test::single_process_loss(x, y, xa, ya, static_cast<int>(updates));
     std::printf("ps backup: worker:0 steps/s %.1f with 3 workers, %.1f while worker:2 was stopped (%.2f s): ratio=%.2f; "
                 "loss %.6f -> %.6f after %.0f updates (one process: %.6f)\n",
                 before, during, stop_end - stop_begin, during / before, first, last, updates, lr);
@@ -286,16 +277,7 @@ int main(int argc, char** argv) {
                 async_training.pull();
                 const double l = static_cast<double>(s.run(async_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
                 // the same model trained in one process for as many steps on the whole batch
-                tf::variable<"aref/w1", double, tf::shape<4, 8>> r1;
-                tf::variable<"aref/b1", double, tf::shape<8>> rb1;
-                tf::variable<"aref/w2", double, tf::shape<8, 1>> r2;
-                tf::variable<"aref/b2", double, tf::shape<1>> rb2;
-                init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
-                auto ref_loss = mlp_loss(x, y, r1, rb1, r2, rb2);
-                auto ref_step = opt.minimize(ref_loss);
-                tf::session ref;
-                for (int k = 0; k < steps; ++k) ref.run(ref_step, tf::feed(x, xa), tf::feed(y, ya));
-                const double lr = static_cast<double>(ref.run(ref_loss, tf::feed(x, xa), tf::feed(y, ya))[0]);
+                const double lr = tfd_test::single_process_loss(x, y, xa, ya, steps);
                 expect(l <= 1.05 * lr, "async: final loss " + std::to_string(l) + " above the single-process " + std::to_string(lr));
                 if (me == 0) std::printf("ps async: workers=%d steps=%d final_loss=%.6f single_process=%.6f\n", workers, steps, l, lr);
                 async_training.finish();

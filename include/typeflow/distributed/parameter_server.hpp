@@ -825,11 +825,7 @@ private:
     // how many gradient elements of shard i worker w pushes: the whole shard, or the rows it pulled
     std::size_t pushed_size(std::size_t w, std::size_t i) const {
         if (!sparse_shard(i)) return shard_size(i);
-        std::size_t slot = 0;
-        for (std::size_t j : mine_) {
-            if (j == i) break;
-            slot += sparse_shard(j);
-        }
+        const std::size_t slot = sparse_slot(i);
         return (wids_at_[w][slot + 1] - wids_at_[w][slot]) * row_elems(P::shards[i].var);
     }
     // receives a stale push's gradient rows of shard i and drops them
@@ -859,12 +855,7 @@ private:
                               });
                 return;
             }
-            std::size_t slot = 0;
-            for (std::size_t j : mine_) {
-                if (j == i) break;
-                slot += sparse_shard(j);
-            }
-            const std::int64_t* ids = wids_[w].data() + wids_at_[w][slot];
+            const std::int64_t* ids = wids_[w].data() + wids_at_[w][sparse_slot(i)];
             const std::size_t re = row_elems(P::shards[i].var);
             const std::int64_t rb = P::shards[i].row_begin;
             char* mark = marks_.data() + buffer_at(i);  // a row's mark at its first element
