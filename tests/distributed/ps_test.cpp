@@ -215,6 +215,21 @@ int main(int argc, char** argv) {
         auto training = tfd::parameter_servers<placement>(t, opt).minimize(mlp_loss(x, y, w1, b1, w2, b2));
         tf::session s;
         if (is_ps) {
+            // backup workers out of range, or with async: refused before anything is served
+            auto refusal = [&](tfd::ps_mode mode, int b) {
+                try {
+                    training.serve(s, mode, b);
+                } catch (const tfd::error& e) {
+                    return std::string(e.what());
+                }
+                return std::string();
+            };
+            const std::string too_many = refusal(tfd::ps_mode::sync, workers), with_async = refusal(tfd::ps_mode::async, 1);
+            expect(too_many.find(std::to_string(workers) + " backup workers of " + std::to_string(workers) + " workers") !=
+                       std::string::npos,
+                   "backup workers = workers is refused, not: '" + too_many + "'");
+            expect(with_async.find("backup workers need ps_mode::sync") != std::string::npos,
+                   "backup workers with async are refused, not: '" + with_async + "'");
             const std::size_t updates = training.serve(s);
             expect(updates == static_cast<std::size_t>(steps), "ps served " + std::to_string(updates) + " updates, not " +
                                                                    std::to_string(steps));
@@ -307,6 +322,17 @@ int main(int argc, char** argv) {
                 expect(updates == static_cast<std::size_t>(steps), "sparse: ps served " + std::to_string(updates) + " updates");
             } else {
                 const tf::tensor<std::int32_t> im = ids_of(mine), ia = ids_of(all);
+                // an id outside the table: an error naming it, before anything is sent (the bytes below stay exact)
+                tf::tensor<std::int32_t> bad_ids = ids_of(mine);  // its own buffer (a copy of im would share im's)
+                bad_ids[0] = 64;
+                std::string what;
+                try {
+                    sparse_training.run(s, tf::feed(x, xm), tf::feed(y, ym), tf::feed(ids, bad_ids));
+                } catch (const tfd::error& e) {
+                    what = e.what();
+                }
+                expect(what.find("index 64 of e/table outside [0, 64)") != std::string::npos,
+                       "sparse: an id outside the table is refused, not: '" + what + "'");
                 for (int k = 0; k < steps; ++k) sparse_training.run(s, tf::feed(x, xm), tf::feed(y, ym), tf::feed(ids, im));
                 const std::uint64_t step_bytes = sparse_training.stats().bytes_received;
                 // this worker's distinct rows, counted here: each step pulls those rows
@@ -355,7 +381,9 @@ int main(int argc, char** argv) {
                 expect(updates == static_cast<std::size_t>(steps * workers), "sparse async: " + std::to_string(updates) + " updates");
             } else {
                 const tf::tensor<std::int32_t> im = ids_of(mine), ia = ids_of(all);
-                async_sparse.pull();
+                // the loss at the values the ps tasks start from (set here, not pulled: another
+                // worker may already have trained by the time this one would pull)
+                init(at, 0), init(aw, 10), init(ab, 20);
                 const double first = static_cast<double>(s.run(emb_loss(at, aw, ab), tf::feed(x, xa), tf::feed(y, ya), tf::feed(ids, ia))[0]);
                 for (int k = 0; k < steps; ++k) async_sparse.run(s, tf::feed(x, xm), tf::feed(y, ym), tf::feed(ids, im));
                 async_sparse.pull();
