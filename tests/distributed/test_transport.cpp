@@ -664,6 +664,117 @@ TEST_CASE("a peer that shuts down is reported when waited on") {
     CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("worker:2") && Contains("has shut down"));
 }
 
+TEST_CASE("a tolerated peer that aborts is dropped alone: its requests throw peer_lost, the others go on") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(3));
+    auto e = ts[0]->epoch();
+    ts[0]->tolerate_loss(2);
+    ts[1]->tolerate_loss(2);
+    int v = 0, w = 0;
+    auto pending = ts[0]->recv(2, slice(e, 1, 1, 0, 1), &v); // posted before the loss
+    ts[2]->abort("worker 2 gives up");
+    try {
+        ts[0]->wait(pending, soon());
+        FAIL("a receive from a dropped peer completed");
+    } catch (const peer_lost& x) {
+        CHECK(x.peer() == 2);
+        CHECK_THAT(x.what(), Contains("lost worker:2") && Contains("aborted by worker:2") && Contains("worker 2 gives up"));
+    }
+    CHECK(ts[0]->lost(2));
+    CHECK_FALSE(ts[0]->lost(1));
+    CHECK_THAT(ts[0]->loss(2), Contains("worker 2 gives up"));
+    CHECK(ts[0]->loss(1).empty());
+    CHECK_FALSE(ts[0]->failed());
+    // requests made after the loss complete at once and throw the same way
+    CHECK_THROWS_AS(ts[0]->wait(ts[0]->send(2, slice(e, 2, 1, 0, 1), &v), soon()), peer_lost);
+    auto later = ts[0]->recv(2, slice(e, 2, 1, 0, 1), &v);
+    CHECK(ts[0]->done(later));
+    CHECK_THROWS_AS(ts[0]->test(later), peer_lost);
+    // the two healthy tasks still exchange data, both ways
+    for (int k = 0; k < 3; ++k) {
+        int x = 40 + k, y = 0;
+        auto r = ts[1]->recv(0, slice(e, 10 + k, 1, 0, 1), &y);
+        ts[0]->wait(ts[0]->send(1, slice(e, 10 + k, 1, 0, 1), &x), soon());
+        ts[1]->wait(r, soon());
+        CHECK(y == 40 + k);
+        auto r2 = ts[0]->recv(1, slice(e, 20 + k, 1, 0, 1), &w);
+        ts[1]->wait(ts[1]->send(0, slice(e, 20 + k, 1, 0, 1), &y), soon());
+        ts[0]->wait(r2, soon());
+        CHECK(w == 40 + k);
+    }
+    INFO(logs.all());
+    CHECK(logs.contains("worker:0: dropped worker:2"));
+    CHECK(logs.contains("worker:1: dropped worker:2"));
+    CHECK_FALSE(ts[0]->failed());
+    CHECK_FALSE(ts[1]->failed());
+    // shutting down does not wait for the dropped peer's goodbye
+    const auto t0 = clock_type::now();
+    ts[0].reset();
+    ts[1].reset();
+    CHECK(clock_type::now() - t0 < 2s);
+}
+
+TEST_CASE("a tolerated peer that sends a bad frame is refused and told why; the transport stays healthy") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(3));
+    auto e = ts[0]->epoch();
+    for (int r : {1, 2}) ts[0]->tolerate_loss(r);
+    ts[1]->tolerate_loss(2);
+    std::vector<int> a(10, 1), b(10, -1);
+    auto r = ts[0]->recv(2, slice(e, 3, 10, 0, 10), b.data());
+    ts[2]->send(0, slice(e, 3, 11, 0, 10), a.data()); // one element more than expected
+    CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("lost worker:2") && Contains("mismatched collective with worker:2"));
+    CHECK(b == std::vector<int>(10, -1));
+    // worker 2 learns why it was refused
+    CHECK_THROWS_WITH(ts[2]->wait(ts[2]->recv(0, slice(e, 4, 1, 0, 1), b.data()), soon()),
+                      Contains("aborted by worker:0") && Contains("mismatched collective with worker:2"));
+    CHECK_FALSE(ts[0]->failed());
+    int x = 5, y = 0;
+    auto rr = ts[1]->recv(0, slice(e, 5, 1, 0, 1), &y);
+    ts[0]->wait(ts[0]->send(1, slice(e, 5, 1, 0, 1), &x), soon());
+    ts[1]->wait(rr, soon());
+    CHECK(y == 5);
+}
+
+TEST_CASE("drop refuses a peer with a reason it is told; a deadline passed with a tolerated peer drops it") {
+    tfd_test::log_capture logs;
+    auto ts = start_all(tfd_test::local_specs(3, R"({"max_unexpected_bytes": 65536, "send_thread_bytes": 1073741824})"));
+    auto e = ts[0]->epoch();
+    ts[0]->tolerate_loss(1);
+    ts[2]->tolerate_loss(1);
+    SECTION("drop") {
+        int v = 0;
+        auto theirs = ts[1]->recv(0, slice(e, 1, 1, 0, 1), &v);
+        auto mine = ts[0]->recv(1, slice(e, 1, 1, 0, 1), &v);
+        ts[0]->drop(1, "pushed -1 examples");
+        CHECK(ts[0]->lost(1));
+        CHECK_THROWS_AS(ts[0]->wait(mine, soon()), peer_lost);
+        CHECK_THROWS_WITH(ts[1]->wait(theirs, soon()), Contains("aborted by worker:0") && Contains("pushed -1 examples"));
+        CHECK(logs.contains("worker:0: dropped worker:1 (rank 1"));
+        CHECK(logs.contains("going on without it: pushed -1 examples"));
+    }
+    SECTION("a receive's deadline") {
+        int v = 0;
+        auto r = ts[0]->recv(1, slice(e, 1, 1, 0, 1), &v);
+        CHECK_THROWS_WITH(ts[0]->wait(r, clock_type::now() + 200ms),
+                          Contains("lost worker:1") && Contains("timed out waiting for data broadcast seq 1"));
+        CHECK(ts[0]->lost(1));
+    }
+    SECTION("a send's deadline, worker:1 not reading") {
+        std::vector<int> a(std::size_t{8} << 20, 7); // 32 MiB: more than the socket buffers hold
+        auto r = ts[0]->send(1, slice(e, 1, a.size(), 0, a.size()), a.data(), clock_type::now() + 300ms);
+        CHECK_THROWS_WITH(ts[0]->wait(r, soon()), Contains("lost worker:1") && Contains("timed out sending data broadcast seq 1"));
+        CHECK(ts[0]->lost(1));
+    }
+    CHECK_FALSE(ts[0]->failed());
+    int x = 9, y = 0;
+    auto rr = ts[2]->recv(0, slice(e, 7, 1, 0, 1), &y);
+    ts[0]->wait(ts[0]->send(2, slice(e, 7, 1, 0, 1), &x), soon());
+    ts[2]->wait(rr, soon());
+    CHECK(y == 9);
+    CHECK_THROWS_WITH(ts[0]->tolerate_loss(0), Contains("bad peer rank 0"));
+}
+
 namespace {
 std::size_t open_fds() {
     std::size_t n = 0;

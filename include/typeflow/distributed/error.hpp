@@ -16,4 +16,16 @@ public:
     using typeflow::error::error;
 };
 
+/// Thrown by a send or receive whose peer this task has dropped (see
+/// `transport::tolerate_loss` and `transport::drop`), while the transport
+/// itself stays healthy: `peer()` is that peer's rank.
+class peer_lost : public error {
+public:
+    peer_lost(int peer, const std::string& what) : error(what), peer_(peer) {}
+    int peer() const noexcept { return peer_; }
+
+private:
+    int peer_;
+};
+
 } // namespace typeflow::dist

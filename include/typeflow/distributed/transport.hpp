@@ -52,7 +52,9 @@ using request = std::shared_ptr<detail::req_state>;
 /// goes silent for `heartbeat_timeout`, sends a bad or unexpected frame, or a
 /// deadline that passes) fails the transport for good: every pending and
 /// later operation throws `error` naming the peer, and the other tasks are
-/// told (abort frame). Destruction says goodbye to every peer.
+/// told (abort frame), unless that peer was marked with `tolerate_loss`:
+/// then only that peer is dropped (its requests throw `peer_lost`) and the
+/// transport goes on with the others. Destruction says goodbye to every peer.
 class transport {
 public:
     /// Bootstraps from a spec; throws `error` on timeout or refusal.
@@ -109,7 +111,8 @@ public:
     request recv(int peer, const frame_header& expected, void* payload,
                  std::function<void(std::size_t, const std::byte*, std::size_t)> consume);
     /// Blocks until `r` completes; throws `error` if the transport failed or
-    /// `deadline` passed (which fails the transport).
+    /// `deadline` passed (which fails the transport), `peer_lost` if its
+    /// peer was dropped.
     void wait(const request& r, std::chrono::steady_clock::time_point deadline);
 
     /// Counters so far.
@@ -121,8 +124,25 @@ public:
     /// takes it over) reads what has arrived. For waiting on several peers at
     /// once: poll `test` over them (`done` alone would see such a receive
     /// only when the heartbeat tick hands the socket back). Throws `error`
-    /// once the transport has failed.
+    /// once the transport has failed, `peer_lost` once `r`'s peer is dropped.
     bool test(const request& r);
+
+    /// From now on, a failure of `peer` (it dies, goes silent for
+    /// heartbeat_timeout, sends a bad or mismatched frame or an abort, or a
+    /// send to it passes its deadline) drops that peer only: it is logged,
+    /// its connection closed, its pending and later requests complete with
+    /// `peer_lost` (on `wait` and `test`), and every other peer is served
+    /// as before. For peers a task can do without (a parameter server's
+    /// workers in asynchronous or backup-worker training).
+    void tolerate_loss(int peer);
+    /// Drops `peer` now, telling it `reason` (it fails with "aborted by
+    /// <this task>: <reason>"), as a failure of a tolerated peer would.
+    /// For a peer that sent input this task refuses. Returns once dropped.
+    void drop(int peer, const std::string& reason);
+    /// True once `peer` has been dropped.
+    bool lost(int peer) const;
+    /// Why `peer` was dropped; empty while it is not.
+    std::string loss(int peer) const;
 
     /// Fails the transport with `reason` and tells the peers. Idempotent.
     void abort(const std::string& reason);

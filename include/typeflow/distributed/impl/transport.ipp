@@ -64,6 +64,10 @@ TYPEFLOW_DIST_DECL request transport::send(int peer, const frame_header& h, cons
     r->peer = peer;
     r->is_send = true;
     auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+    if (p.lost.load()) { // dropped: completes at once, `wait` throws peer_lost
+        r->state.store(2, std::memory_order_release);
+        return r;
+    }
     if (impl_->use_sender(p, *r)) { // written by the sender thread
         r->deadline = deadline;
         r->queued = true;
@@ -75,6 +79,7 @@ TYPEFLOW_DIST_DECL request transport::send(int peer, const frame_header& h, cons
     // Written here, by the calling thread; on failure the request stays
     // pending and `wait` reports the transport's failure.
     if (impl_->caller_write(p, *r, deadline)) r->state.store(1, std::memory_order_release);
+    else impl_->note_unsent(p, r);
     return r;
 }
 
@@ -95,7 +100,10 @@ TYPEFLOW_DIST_DECL request transport::recv(int peer, const frame_header& expecte
     return r;
 }
 
-TYPEFLOW_DIST_DECL void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) { impl_->wait(r, deadline); }
+TYPEFLOW_DIST_DECL void transport::wait(const request& r, std::chrono::steady_clock::time_point deadline) {
+    impl_->wait(r, deadline);
+    if (r->state.load(std::memory_order_acquire) == 2) impl_->throw_lost(r->peer);
+}
 
 TYPEFLOW_DIST_DECL transport_stats transport::stats() const noexcept {
     transport_stats s;
@@ -111,7 +119,34 @@ TYPEFLOW_DIST_DECL transport_stats transport::stats() const noexcept {
 }
 
 TYPEFLOW_DIST_DECL bool transport::done(const request& r) const noexcept { return r->state.load(std::memory_order_acquire) != 0; }
-TYPEFLOW_DIST_DECL bool transport::test(const request& r) { return impl_->test(r); }
+TYPEFLOW_DIST_DECL bool transport::test(const request& r) {
+    const bool d = impl_->test(r);
+    if (d && r->state.load(std::memory_order_acquire) == 2) impl_->throw_lost(r->peer);
+    return d;
+}
+
+TYPEFLOW_DIST_DECL void transport::tolerate_loss(int peer) {
+    if (peer < 0 || peer >= size() || peer == rank()) throw error("tolerate_loss: bad peer rank " + std::to_string(peer));
+    impl_->peers[static_cast<std::size_t>(peer)]->expendable.store(true);
+}
+
+TYPEFLOW_DIST_DECL void transport::drop(int peer, const std::string& reason) {
+    if (peer < 0 || peer >= size() || peer == rank()) throw error("drop: bad peer rank " + std::to_string(peer));
+    auto& p = *impl_->peers[static_cast<std::size_t>(peer)];
+    auto* impl = impl_.get();
+    boost::asio::post(impl->io, [impl, &p, reason] { impl->lose_peer(p, reason, true); });
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!p.lost.load() && !failed() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+TYPEFLOW_DIST_DECL bool transport::lost(int peer) const { return impl_->peers.at(static_cast<std::size_t>(peer))->lost.load(); }
+
+TYPEFLOW_DIST_DECL std::string transport::loss(int peer) const {
+    const auto& p = *impl_->peers.at(static_cast<std::size_t>(peer));
+    std::lock_guard lk(impl_->mu);
+    return p.lost_why;
+}
 
 TYPEFLOW_DIST_DECL void transport::abort(const std::string& reason) {
     if (!impl_->failed.load()) impl_->abort_from_caller(reason);

@@ -347,7 +347,7 @@ TYPEFLOW_DIST_DECL void transport_impl::on_control(peer_state& p, const std::vec
         cereal::PortableBinaryInputArchive ar(is);
         ar(m);
     } catch (const std::exception& e) {
-        return fail(p.name + " sent a malformed control message: " + e.what());
+        return fail_peer(p, p.name + " sent a malformed control message: " + e.what(), true);
     }
     if (m.kind == 1 && rank == 0 && !p.joined && m.rank == p.rank) {
         if (addresses[static_cast<std::size_t>(p.rank)] == unknown_address) {
@@ -382,7 +382,7 @@ TYPEFLOW_DIST_DECL void transport_impl::on_control(peer_state& p, const std::vec
         for (int j = 1; j < rank; ++j) asio::co_spawn(io, connect_peer(j), asio::detached);
         check_ready();
     } else {
-        fail(p.name + " sent an unexpected control message (kind " + std::to_string(m.kind) + ")");
+        fail_peer(p, p.name + " sent an unexpected control message (kind " + std::to_string(m.kind) + ")", true);
     }
 }
 

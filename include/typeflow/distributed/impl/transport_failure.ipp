@@ -145,8 +145,101 @@ TYPEFLOW_DIST_DECL void transport_impl::peer_lost(peer_state& p, const error_cod
         return;
     }
     if (ec == asio::error::operation_aborted && closing.load()) return;
-    fail(p.name + (ec == asio::error::eof ? std::string(" closed the connection unexpectedly (process died?)")
-                                          : " connection lost: " + ec.message()));
+    if (p.lost.load()) return;
+    fail_peer(p,
+              p.name + (ec == asio::error::eof ? std::string(" closed the connection unexpectedly (process died?)")
+                                               : " connection lost: " + ec.message()),
+              false);
+}
+
+/// I/O thread: a failure of peer `p` (`tell`: worth telling it why): drops
+/// `p` alone if it may be lost, else fails the transport. The drop runs as
+/// a handler of its own: never inside a read of `p` (which holds p's read
+/// lock) or a delivery (which holds rq_mu).
+TYPEFLOW_DIST_DECL void transport_impl::fail_peer(peer_state& p, const std::string& why, bool tell) {
+    if (p.expendable.load()) asio::post(io, [this, &p, why, tell] { lose_peer(p, why, tell); });
+    else fail(why);
+}
+
+/// Any thread: as fail_peer.
+TYPEFLOW_DIST_DECL void transport_impl::fail_peer_any(peer_state& p, const std::string& why, bool tell) {
+    if (p.expendable.load()) asio::post(io, [this, &p, why, tell] { lose_peer(p, why, tell); });
+    else fail_any(why);
+}
+
+/// I/O thread: drops peer `p` (see transport::tolerate_loss). Tells it why
+/// when `tell` and no frame is being written to it, shuts its connection
+/// down (a caller reading or writing it stops at once), and completes its
+/// requests with state 2; the other peers are not touched.
+TYPEFLOW_DIST_DECL void transport_impl::lose_peer(peer_state& p, const std::string& why, bool tell) {
+    if (failing || p.lost.load()) return;
+    {
+        std::lock_guard lk(mu);
+        p.lost_why = why;
+    }
+    p.lost.store(true);
+    p.rx_closed.store(true);
+    log(log_level::warning, spec.task.name() + ": dropped " + p.name + ", going on without it: " + why);
+    if (p.sock && !p.fd_closed.load()) {
+        if (tell && !p.writing && !p.abort_sent && !p.write_broken.load() && p.wmu.try_lock()) {
+            const auto b = abort_frame(why);
+            raw_send(p.fd, b.data(), b.size());
+            p.abort_sent = true;
+            p.wmu.unlock();
+        }
+        ::shutdown(p.fd, SHUT_RDWR);
+        error_code ec;
+        if (p.watched) p.sock->cancel(ec);
+    }
+    p.wake->cancel();
+    if (!p.writing) p.sendq.clear(); // heartbeats and the like: nobody waits for them
+    fail_peer_requests(p);
+}
+
+/// I/O thread: completes every request of dropped peer `p` with state 2,
+/// holding p's read lock (so no reader is filling one of them; a reader
+/// holding it stops at once, its socket shut down: retried until it has).
+TYPEFLOW_DIST_DECL void transport_impl::fail_peer_requests(peer_state& p) {
+    if (!p.rmu.try_lock()) {
+        auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(1));
+        t->async_wait([this, &p, t](const error_code&) {
+            if (!closing.load()) fail_peer_requests(p);
+        });
+        return;
+    }
+    p.rx_req.reset();
+    p.rx_mode = rx_mode_header;
+    {
+        std::lock_guard lk(rq_mu);
+        for (auto& r : p.recvq) r->state.store(2, std::memory_order_release);
+        for (auto& r : p.unsent) r->state.store(2, std::memory_order_release);
+        p.recvq.clear();
+        p.unsent.clear();
+        p.unexpected.clear();
+        p.unexpected_bytes = 0;
+    }
+    p.rmu.unlock();
+    signal_send_done();
+    std::lock_guard lk(mu);
+    cv.notify_all();
+}
+
+/// Caller or sender thread: send `r` to `p` was not written. If `p` has been
+/// dropped it completes with state 2 now, else when `p` is dropped (a
+/// failure of the whole transport is reported by `wait` anyway).
+TYPEFLOW_DIST_DECL void transport_impl::note_unsent(peer_state& p, const std::shared_ptr<req_state>& r) {
+    std::lock_guard lk(rq_mu);
+    if (p.lost.load()) r->state.store(2, std::memory_order_release);
+    else p.unsent.push_back(r);
+}
+
+TYPEFLOW_DIST_DECL void transport_impl::throw_lost(int peer) {
+    std::string why;
+    {
+        std::lock_guard lk(mu);
+        why = peers[static_cast<std::size_t>(peer)]->lost_why;
+    }
+    throw dist::peer_lost(peer, "lost " + names[static_cast<std::size_t>(peer)] + ": " + why);
 }
 
 /// Fails the transport from any thread (the I/O thread does it at once).
@@ -160,10 +253,25 @@ TYPEFLOW_DIST_DECL void transport_impl::abort_from_caller(const std::string& rea
     wait_failed();
 }
 
+/// Caller: request `r`'s deadline passed. Fails the transport and throws;
+/// if its peer may be lost, drops that peer instead and returns once `r`
+/// has completed (with state 2).
 TYPEFLOW_DIST_DECL void transport_impl::wait_timed_out(const req_state& r) {
-    const std::string what = describe(r.h) + (r.is_send ? " to " : " from ") + names[r.peer];
-    abort_from_caller("timed out waiting for " + what);
-    throw error(failure());
+    const std::string what = "timed out waiting for " + describe(r.h) + (r.is_send ? " to " : " from ") + names[r.peer];
+    peer_state& p = *peers[static_cast<std::size_t>(r.peer)];
+    if (!p.expendable.load()) {
+        abort_from_caller(what);
+        throw error(failure());
+    }
+    fail_peer_any(p, what, false);
+    {
+        std::unique_lock lk(mu);
+        ++waiting;
+        cv.wait_for(lk, std::chrono::seconds(5), [&] { return r.state.load() != 0 || failed.load(); });
+        --waiting;
+    }
+    if (r.state.load()) return;
+    throw error(failed.load() ? failure() : what);
 }
 
 } // namespace typeflow::dist::detail

@@ -27,7 +27,7 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::tick_loop() {
         last = now;
         for (auto& pp : peers) {
             auto& p = *pp;
-            if (!p.sock || p.rank == rank) continue;
+            if (!p.sock || p.rank == rank || p.lost.load()) continue;
             if (we_stalled) p.last_recv.store(now.time_since_epoch().count());
             // A socket a caller took over but is not reading now goes back
             // to this thread (heartbeats, aborts and goodbyes keep flowing
@@ -36,10 +36,12 @@ TYPEFLOW_DIST_DECL asio::awaitable<void> transport_impl::tick_loop() {
             if (!p.goodbye_sent && !p.writing && p.sendq.empty() && now - clock::time_point(clock::duration(p.last_send.load())) >= timeout / 4)
                 send_small(p, frame_type::heartbeat);
             const auto last_recv = clock::time_point(clock::duration(p.last_recv.load()));
-            if (!p.parked && !p.goodbye_received && now - last_recv > timeout) {
-                fail(p.name + " is not responding: nothing received for " + ms_string(now - last_recv) +
-                     " (heartbeat timeout " + ms_string(timeout) + ")");
-                co_return;
+            if (!p.parked && !p.goodbye_received && now - last_recv > timeout && !p.rx_closed.load()) {
+                fail_peer(p, p.name + " is not responding: nothing received for " + ms_string(now - last_recv) +
+                                 " (heartbeat timeout " + ms_string(timeout) + ")",
+                          false);
+                if (failing) co_return;
+                p.rx_closed.store(true); // reported once; the drop follows
             }
         }
     }
@@ -62,7 +64,7 @@ TYPEFLOW_DIST_DECL void transport_impl::shutdown() {
         if (ready.load() && !failed.load() && size > 1) {
             asio::post(io, [this] {
                 for (auto& p : peers)
-                    if (p->rank != rank) {
+                    if (p->rank != rank && !p->lost.load()) {
                         take_back(*p); // the goodbyes are read here
                         send_goodbye(*p);
                     }
@@ -73,7 +75,7 @@ TYPEFLOW_DIST_DECL void transport_impl::shutdown() {
             cv.wait_for(lk, linger, [&] {
                 if (failed.load()) return true;
                 for (auto& p : peers) // benign race: flags only ever go false -> true
-                    if (p->rank != rank && p->sock && !p->eof) return false;
+                    if (p->rank != rank && p->sock && !p->eof && !p->lost.load()) return false;
                 return true;
             });
             --waiting;

@@ -64,8 +64,9 @@ TYPEFLOW_DIST_DECL std::string ms_string(clock::duration d) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
-/// One send or receive. `state` flips to 1 on completion (release); all other
-/// fields belong to the I/O thread once submitted.
+/// One send or receive. `state` flips to 1 on completion, or to 2 when its
+/// peer was dropped (release); all other fields belong to the I/O thread once
+/// submitted.
 struct req_state {
     frame_header h;
     std::array<std::byte, frame_header_size> wire{};
@@ -121,6 +122,15 @@ struct peer_state {
     std::atomic<int> queued{0}; // data frames to this peer queued for the sender thread, not yet written
     bool abort_sent = false; // I/O thread
     std::atomic<bool> eof{false};
+    /// transport::tolerate_loss: a failure of this peer drops it alone.
+    std::atomic<bool> expendable{false};
+    /// Dropped (set by lose_peer on the I/O thread): nothing is read from or
+    /// written to it again, and its requests complete with state 2.
+    std::atomic<bool> lost{false};
+    std::string lost_why; // guarded by transport_impl::mu
+    /// Caller-written sends to this peer that failed (their peer may be being
+    /// dropped): completed with state 2 when it is. Guarded by rq_mu.
+    std::vector<std::shared_ptr<req_state>> unsent;
 
     // Reading (see transport_impl::pump). The parser state below belongs to
     // whoever holds rmu: a caller waiting for a frame from this peer, or the
@@ -292,9 +302,15 @@ struct transport_impl {
     void wait_failed();
     std::string failure();
     void peer_lost(peer_state& p, const error_code& ec);
+    void fail_peer(peer_state& p, const std::string& why, bool tell);
+    void fail_peer_any(peer_state& p, const std::string& why, bool tell);
+    void lose_peer(peer_state& p, const std::string& why, bool tell);
+    void fail_peer_requests(peer_state& p);
+    void note_unsent(peer_state& p, const std::shared_ptr<req_state>& r);
+    [[noreturn]] void throw_lost(int peer);
     void fail_any(const std::string& reason);
     void abort_from_caller(const std::string& reason);
-    [[noreturn]] void wait_timed_out(const req_state& r);
+    void wait_timed_out(const req_state& r);
 
     // bootstrap and handshake (transport_bootstrap.ipp)
     void start();
@@ -318,7 +334,7 @@ struct transport_impl {
     void watch(peer_state& p);
     void unwatch(peer_state& p);
     rx rx_lost(peer_state& p, const error_code& ec, bool on_io);
-    rx rx_fail(peer_state& p, const std::string& why, bool on_io);
+    rx rx_fail(peer_state& p, const std::string& why, bool on_io, bool tell = true);
     static bool same_op(const frame_header& a, const frame_header& b);
     static std::string mismatch(const peer_state& p, const frame_header& want, const frame_header& got);
     rx begin_frame(peer_state& p, bool on_io);

@@ -47,10 +47,11 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_lost(peer_state& p, con
     return rx::stop;
 }
 
-TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool on_io) {
+/// The reader found `why` wrong with p's frames (`tell`: worth telling p).
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool on_io, bool tell) {
     p.rx_closed.store(true);
-    if (on_io) fail(why);
-    else asio::post(io, [this, why] { fail(why); });
+    if (on_io) fail_peer(p, why, tell);
+    else asio::post(io, [this, &p, why, tell] { fail_peer(p, why, tell); });
     return rx::stop;
 }
 
@@ -153,7 +154,7 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::end_frame(peer_state& p, b
         if (p.rx_h.type == frame_type::abort)
             return rx_fail(p, "aborted by " + p.name + ": " +
                                   std::string(reinterpret_cast<const char*>(p.rx_ctl.data()), p.rx_ctl.size()),
-                           on_io);
+                           on_io, false);
         if (on_io) on_control(p, p.rx_ctl);
         else asio::post(io, [this, &p, m = p.rx_ctl] { on_control(p, m); });
         if (failing) return rx::stop;
@@ -170,7 +171,7 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::pump(peer_state& p, bool o
     const int fd = p.fd;
     std::byte* st = p.stage.get();
     for (;;) {
-        if (failing_flag.load()) return rx::stop;
+        if (failing_flag.load() || p.lost.load()) return rx::stop;
         if (p.rx_mode == rx_mode_pending) {
             const rx k = begin_frame(p, on_io);
             if (k != rx::again) return k;
@@ -380,7 +381,7 @@ TYPEFLOW_DIST_DECL void transport_impl::deliver(peer_state& p) {
         auto req = p.recvq.front();
         auto& u = p.unexpected.front();
         if (!same_op(req->h, u.h))
-            return fail_any(mismatch(p, req->h, u.h));
+            return fail_peer_any(p, mismatch(p, req->h, u.h), true);
         if (!writable(*req)) {
             delivery_blocked.store(true);
             return;
@@ -416,6 +417,10 @@ TYPEFLOW_DIST_DECL void transport_impl::post_recv(peer_state& p, const std::shar
         asio::post(io, [&p] { p.wake->cancel(); });
     }
     std::lock_guard lk(rq_mu);
+    if (p.lost.load()) { // dropped: this receive never completes otherwise
+        r->state.store(2, std::memory_order_release);
+        return;
+    }
     if (p.unexpected.empty() && p.goodbye_received.load())
         return fail_any("waiting for " + describe(r->h) + " from " + p.name + ", which has shut down");
     p.recvq.push_back(r);

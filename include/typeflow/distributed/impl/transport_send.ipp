@@ -19,6 +19,7 @@
 namespace typeflow::dist::detail {
 
 TYPEFLOW_DIST_DECL void transport_impl::post_send(peer_state& p, const std::shared_ptr<req_state>& r) {
+    if (p.lost.load()) return; // dropped: nothing more is written to it
     if (p.goodbye_received && r->h.type == frame_type::data)
         return fail("sending " + describe(r->h) + " to " + p.name + ", which has shut down");
     p.sendq.push_back(r);
@@ -26,7 +27,7 @@ TYPEFLOW_DIST_DECL void transport_impl::post_send(peer_state& p, const std::shar
 }
 
 TYPEFLOW_DIST_DECL void transport_impl::start_write(peer_state& p) {
-    if (failing || !p.sock || p.write_broken.load() || p.writing || p.sendq.empty()) return;
+    if (failing || !p.sock || p.lost.load() || p.write_broken.load() || p.writing || p.sendq.empty()) return;
     if (!p.wmu.try_lock()) {
         // A caller is writing a frame; it kicks us when done (flag set
         // before the second try, so one of the two sees the other).
@@ -43,6 +44,7 @@ TYPEFLOW_DIST_DECL void transport_impl::start_write(peer_state& p) {
         p.writing = false;
         if (failing) return write_done_while_failing(p, !ec);
         p.wmu.unlock();
+        if (p.lost.load()) return p.sendq.clear();
         if (ec) return write_failed(p, ec);
         p.last_send.store(clock::now().time_since_epoch().count());
         p.sendq.pop_front();
@@ -90,15 +92,14 @@ TYPEFLOW_DIST_DECL bool transport_impl::caller_write(peer_state& p, req_state& r
         return false;
     }
     for (int i = 0; !p.wmu.try_lock(); ++i) { // the I/O thread is writing a small frame
-        if (failed.load() || failing_flag.load()) {
+        if (failed.load() || failing_flag.load() || p.lost.load()) {
             release();
             return false;
         }
         if (i > 64) {
             if (clock::now() >= deadline) {
                 release();
-                const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
-                asio::post(io, [this, why] { fail(why); });
+                fail_peer_any(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
                 return false;
             }
             std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -108,7 +109,7 @@ TYPEFLOW_DIST_DECL bool transport_impl::caller_write(peer_state& p, req_state& r
     }
     p.caller_writing.store(true);
     bool done = false;
-    if (!failing_flag.load() && !p.write_broken.load() && p.sock) {
+    if (!failing_flag.load() && !p.write_broken.load() && !p.lost.load() && p.sock) {
         if (r.h.length && !registered) {
             std::lock_guard lk(inflight_mu);
             inflight.emplace_back(payload, r.h.length);
@@ -192,10 +193,9 @@ TYPEFLOW_DIST_DECL bool transport_impl::write_frame(peer_state& p, req_state& r,
         // and meanwhile read the sockets this caller has taken over
         // (their senders may be waiting for room as well).
         for (;;) {
-            if (failed.load()) return give_up();
+            if (failed.load() || p.lost.load()) return give_up();
             if (clock::now() >= deadline) {
-                const std::string why = "timed out sending " + describe(r.h) + " to " + p.name;
-                asio::post(io, [this, why] { fail(why); });
+                fail_peer_any(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
                 return give_up();
             }
             pollfd pf[max_poll];
@@ -263,6 +263,7 @@ TYPEFLOW_DIST_DECL void transport_impl::sender_loop() {
         const bool ok = caller_write(p, *r, r->deadline, true);
         p.queued.fetch_sub(1);
         if (ok) r->state.store(1, std::memory_order_release);
+        else note_unsent(p, r);
         signal_send_done();
         notify();
     }

@@ -76,7 +76,8 @@ TYPEFLOW_DIST_DECL bool transport_impl::read_until(peer_state& p, const req_stat
             const auto now = clock::now();
             if (now >= deadline) {
                 unlock_rx(p);
-                wait_timed_out(r);
+                wait_timed_out(r); // returns only with r complete (its peer dropped)
+                return true;
             }
             if (budget < 0) {
                 budget = spin_budget();
@@ -199,8 +200,8 @@ TYPEFLOW_DIST_DECL void transport_impl::wait(const std::shared_ptr<req_state>& r
     }
     if (r->state.load()) return;
     if (!ok) {
-        const std::string what = describe(r->h) + (r->is_send ? " to " : " from ") + names[r->peer];
-        abort_from_caller("timed out waiting for " + what);
+        wait_timed_out(*r);
+        return;
     }
     throw error(failure());
 }
