@@ -108,6 +108,16 @@ foreach(_mode backup stall)
            COMMAND typeflow-launch -n 3 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 0 ${_mode})
   set_tests_properties(dist.ps.${_mode} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# A worker lost while served (typeflow-launch --keep-going): killed mid-push in
+# async and in sync-with-backup training, stopped past the heartbeat timeout,
+# or refused for a bad push; the rest train on. Worker 1's checks fail the
+# test through its output (the launcher's status is the chief's and the ps
+# tasks').
+foreach(_mode dead_async dead_sync silent refused)
+  add_test(NAME dist.ps.lost_${_mode}
+           COMMAND typeflow-launch -n 3 --ps 2 --keep-going --timeout 100 $<TARGET_FILE:dist_ps_test> 24 20 ${_mode})
+  set_tests_properties(dist.ps.lost_${_mode} PROPERTIES TIMEOUT 120 LABELS dist FAIL_REGULAR_EXPRESSION "FAILED:")
+endforeach()
 # The same test started by Open MPI's mpirun (cluster_spec::from_mpi: rank 0 at
 # MASTER_ADDR:MASTER_PORT, the others' ports exchanged when they join it).
 foreach(_n 2 4)

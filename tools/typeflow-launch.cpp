@@ -1,6 +1,6 @@
 // typeflow-launch: starts a local typeflow cluster.
 //
-//   typeflow-launch -n N [--ps K] [--chief] [--timeout SEC] [--grace-ms MS] [--] prog args...
+//   typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--timeout SEC] [--grace-ms MS] [--] prog args...
 //
 // Starts N worker tasks (the first is "chief:0" with --chief) and K ps tasks,
 // each with TYPEFLOW_CONFIG set to a cluster spec on loopback ports. Each
@@ -10,7 +10,11 @@
 // task ("[worker:1] "). SIGINT/SIGTERM are forwarded to every task. When one
 // task fails, the others get `--grace-ms` (default 2000) to finish on their
 // own, then SIGTERM, then SIGKILL 2 s later; the exit status is that of the
-// first task that failed (128+signal if killed), 124 on --timeout.
+// first task that failed (128+signal if killed), 124 on --timeout. With
+// --keep-going a worker task that fails (not the chief, nor worker:0 when
+// there is no chief job, nor a ps) is reported and the others go on, as
+// asynchronous or backup-worker training does without it; the exit status is
+// then that of the other tasks.
 
 #include <arpa/inet.h>
 #include <csignal>
@@ -46,7 +50,7 @@ void on_signal(int sig) {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "typeflow-launch: %s\n"
-                 "usage: typeflow-launch -n N [--ps K] [--chief] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
+                 "usage: typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
                  why);
     std::exit(2);
 }
@@ -161,7 +165,7 @@ int exit_code_of(int status) {
 
 int main(int argc, char** argv) {
     int n = -1, nps = 0, timeout_s = 0, grace_ms = 2000;
-    bool with_chief = false;
+    bool with_chief = false, keep_going = false;
     int i = 1;
     for (; i < argc; ++i) {
         std::string a = argv[i];
@@ -174,6 +178,7 @@ int main(int argc, char** argv) {
         else if (a == "--timeout") timeout_s = parse_int(value("--timeout"), "--timeout", 1, 1 << 20);
         else if (a == "--grace-ms") grace_ms = parse_int(value("--grace-ms"), "--grace-ms", 0, 1 << 24);
         else if (a == "--chief") with_chief = true;
+        else if (a == "--keep-going") keep_going = true;
         else if (a == "--") { ++i; break; }
         else if (a == "-h" || a == "--help") usage("help");
         else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
@@ -331,7 +336,10 @@ int main(int argc, char** argv) {
                     c.running = false;
                     c.status = status;
                     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-                    if (!ok) {
+                    if (!ok && keep_going && c.name.rfind("worker:", 0) == 0 && (with_chief || c.name != "worker:0")) {
+                        std::fprintf(stderr, "typeflow-launch: %s %s; the other tasks go on (--keep-going)\n", c.name.c_str(),
+                                     describe_status(status).c_str());
+                    } else if (!ok) {
                         std::fprintf(stderr, "typeflow-launch: %s %s\n", c.name.c_str(), describe_status(status).c_str());
                         if (!exit_code) {
                             exit_code = exit_code_of(status);

@@ -1,6 +1,7 @@
 // Test program run under typeflow-launch: checks what the launcher hands down.
 //   launch_probe hello            print task, rank, size; check the inherited socket
 //   launch_probe fail TASK CODE   TASK exits with CODE, the others sleep
+//   launch_probe fail-early TASK CODE   TASK exits with CODE at once, the others finish
 //   launch_probe sleep            sleep until signalled; report SIGTERM
 #include <typeflow/distributed/cluster_spec.hpp>
 
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
         }
         wait_for_term();
         std::printf("got SIGTERM\n");
+        return 0;
+    }
+    if (mode == "fail-early") { // TASK exits with CODE at once, the others finish 0.5 s later
+        if (spec.task.name() == argv[2]) return std::atoi(argv[3]);
+        usleep(500000);
+        std::printf("finished\n");
         return 0;
     }
     if (mode == "sleep") {

@@ -25,6 +25,19 @@ echo "$out" | grep -qF "typeflow-launch: worker:1 exited with code 7" || fail "f
 [ "$(echo "$out" | grep -c 'got SIGTERM')" -eq 2 ] || fail "the other tasks were not stopped with SIGTERM"
 [ $ms -lt 3000 ] || fail "stopping took ${ms} ms"
 
+# --keep-going: a failed worker is reported and the others go on; a failed ps still stops the job.
+out=$("$L" -n 3 --ps 1 --keep-going --grace-ms 100 "$P" fail-early worker:1 7 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--keep-going with a failed worker: exit $rc"
+echo "$out" | grep -qF "typeflow-launch: worker:1 exited with code 7; the other tasks go on (--keep-going)" || fail "--keep-going: failure not reported"
+[ "$(echo "$out" | grep -c '] finished')" -eq 3 ] || fail "--keep-going: the other tasks did not finish"
+for t in ps:0 worker:0; do  # a ps, or worker:0 (the chief when there is no chief job), still stops the job
+  out=$("$L" -n 2 --ps 1 --keep-going --grace-ms 100 "$P" fail-early $t 7 2>&1); rc=$?
+  [ $rc -eq 7 ] || fail "--keep-going with a failed $t: exit $rc"
+  echo "$out" | grep -q "finished" && fail "--keep-going: a failed $t did not stop the others"
+done
+out=$("$L" -n 2 --chief --keep-going --grace-ms 100 "$P" fail-early worker:0 7 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--keep-going --chief with a failed worker:0: exit $rc"
+
 # SIGTERM to the launcher is forwarded to every task.
 tmp=$(mktemp)
 "$L" -n 2 "$P" sleep > "$tmp" 2>&1 &

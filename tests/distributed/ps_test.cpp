@@ -22,7 +22,11 @@
 // (`stall`, heartbeat timeout 1 s), every other task reports worker 2 as not
 // responding within twice the heartbeat timeout instead of hanging.
 //
-//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples | step | rows; or backup | stall]
+// With `dead_async`, `dead_sync`, `silent` or `refused` it runs only the
+// lost-worker checks (see lost_worker_test), under typeflow-launch --keep-going.
+//
+//   ps_test <global batch> <steps> [bad input: fingerprint (default) | request | examples | step | rows; or backup | stall;
+//                                   or dead_async | dead_sync | silent | refused]
 #include <typeflow/dist.hpp>
 #include <typeflow/typeflow.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
@@ -39,9 +43,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tf = typeflow;
@@ -171,6 +177,111 @@ void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int b
     expect(last <= 1.1 * lr + 1e-3, "backup: final loss " + std::to_string(last) + " above the single-process " + std::to_string(lr));
 }
 
+// A worker lost while the ps tasks serve it (run with typeflow-launch
+// --keep-going, 3 workers, 2 ps tasks): worker 2 dies (SIGKILL) at step 5
+// right after pushing the head and the first gradient shard of its step, the
+// shard all NaN, so a ps that summed it and did not drop it ends with NaN
+// weights (`dead_async`, `dead_sync`: sync with one backup); or it stops
+// (SIGSTOP) for three heartbeat timeouts in sync training with one backup
+// (`silent`); or it pushes -1 examples in async training (`refused`). The
+// other workers must finish their steps and reach single-process training's
+// loss, every ps must count one lost worker, and worker 2, when it lives to
+// see it, must get an error saying why.
+void lost_worker_test(tfd::transport& t, int batch, int steps, const std::string& kind) {
+    const tfd::cluster_spec& spec = t.spec();
+    const bool is_ps = spec.task.type == tfd::role::ps;
+    int workers = 0;
+    for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+    expect(workers == 3, "the lost-worker checks run 3 workers");
+    const int me = is_ps ? -1 : spec.rank();
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
+    tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
+    tf::variable<"w1", double, tf::shape<4, 8>> w1;
+    tf::variable<"b1", double, tf::shape<8>> b1;
+    tf::variable<"w2", double, tf::shape<8, 1>> w2;
+    tf::variable<"b2", double, tf::shape<1>> b2;
+    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
+    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    const tfd_test::batch_split split(batch, workers, me);
+    using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
+    auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(loss);
+    using P = decltype(training)::placement_type;
+    tf::session s;
+    const bool async = kind == "dead_async" || kind == "refused";
+    if (is_ps) {
+        const std::size_t updates = training.serve(s, async ? tfd::ps_mode::async : tfd::ps_mode::sync, async ? 0 : 1);
+        const auto st = training.stats();
+        std::printf("ps lost %s: %s applied %zu updates, lost %llu worker(s)\n", kind.c_str(), spec.task.name().c_str(), updates,
+                    static_cast<unsigned long long>(st.lost_workers));
+        expect(st.lost_workers == 1, spec.task.name() + " lost " + std::to_string(st.lost_workers) + " workers, not 1");
+        expect(updates >= static_cast<std::size_t>(steps), spec.task.name() + " applied only " + std::to_string(updates) + " updates");
+        return;
+    }
+    constexpr double hb = 1.0;  // the heartbeat timeout main() set for `silent`
+    std::string what;
+    try {
+        for (int k = 0; k < steps; ++k) {
+            if (me == 2 && k == 5 && kind == "silent") stop_self_for(3 * hb);
+            // the others wait, so worker 2's push below is of the current step and summed first
+            if (me != 2 && k == 5 && kind.starts_with("dead")) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            if (me == 2 && k == 5 && kind != "silent") {
+                // by hand: a step's request, its whole answer, then the push head and one shard
+                tfd::detail::ps_channels ch(t, 2);
+                std::vector<tfd::request> rs;
+                const std::int64_t req[2] = {1, static_cast<std::int64_t>(training.fingerprint)};
+                std::int64_t step[2] = {0, 0};
+                std::vector<std::vector<double>> values(P::shard_count);
+                for (std::size_t q = 0; q < 2; ++q) ch.send(rs, ch.ps[q], tfd::op_code::pull, req, 2);
+                for (std::size_t q = 0; q < 2; ++q) {
+                    ch.recv(rs, ch.ps[q], tfd::op_code::pull, &step[q], 1);
+                    for (std::size_t i = 0; i < P::shard_count; ++i)
+                        if (P::shards[i].ps == static_cast<int>(q)) {
+                            values[i].resize(P::shards[i].bytes / sizeof(double));
+                            ch.recv(rs, ch.ps[q], tfd::op_code::pull, values[i].data(), values[i].size());
+                        }
+                }
+                ch.wait_all(rs);
+                std::vector<double> head[2];
+                for (std::size_t q = 0; q < 2; ++q) {
+                    head[q] = {kind == "refused" ? -1.0 : 8.0, 0.0, static_cast<double>(step[q])};
+                    ch.send(rs, ch.ps[q], tfd::op_code::push, head[q].data(), 3);
+                    if (kind == "refused") continue;
+                    for (std::size_t i = 0; i < P::shard_count; ++i)
+                        if (P::shards[i].ps == static_cast<int>(q)) {  // the first shard of this ps, all NaN
+                            std::fill(values[i].begin(), values[i].end(), std::numeric_limits<double>::quiet_NaN());
+                            ch.send(rs, ch.ps[q], tfd::op_code::push, values[i].data(), values[i].size());
+                            break;
+                        }
+                }
+                ch.wait_all(rs);
+                if (kind != "refused") {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the ps tasks sum the shard
+                    std::fflush(stdout);
+                    raise(SIGKILL);
+                }
+                for (int j = 0; j < 3; ++j) training.pull();  // fails once a ps has refused this worker
+            }
+            training.run(s, tf::feed(x, split.xm), tf::feed(y, split.ym));
+        }
+        training.pull();
+        training.finish();
+    } catch (const tfd::error& e) {
+        what = e.what();
+    }
+    if (me == 2) {
+        const std::string says = kind == "refused" ? "pushed -1.000000 examples" : "closed the connection";
+        expect(what.find(says) != std::string::npos, "worker 2 is told '" + says + "', not: '" + what + "'");
+        std::printf("ps lost %s: worker:2 failed with: %s\n", kind.c_str(), what.c_str());
+        return;
+    }
+    expect(what.empty(), spec.task.name() + " failed: " + what);
+    const double last = static_cast<double>(s.run(loss, tf::feed(x, split.xa), tf::feed(y, split.ya))[0]);
+    const double lr = tfd_test::single_process_loss(x, y, split.xa, split.ya, steps);
+    std::printf("ps lost %s: %s final loss %.6f, one process after %d steps %.6f\n", kind.c_str(), spec.task.name().c_str(), last,
+                steps, lr);
+    expect(last <= 1.1 * lr + 1e-3, kind + ": final loss " + std::to_string(last) + " above the single-process " + std::to_string(lr));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,8 +293,13 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 3 ? argv[3] : "";
     try {
         tfd::cluster_spec cs = tfd::cluster_spec::from_env();
-        if (mode == "stall") cs.options.heartbeat_timeout = std::chrono::milliseconds(1000);
+        if (mode == "stall" || mode == "silent") cs.options.heartbeat_timeout = std::chrono::milliseconds(1000);
         tfd::transport t(cs);
+        if (mode == "dead_async" || mode == "dead_sync" || mode == "silent" || mode == "refused") {
+            lost_worker_test(t, batch, steps, mode);
+            if (tfd_test::failures == 0) std::printf("ps %s: OK\n", mode.c_str());
+            return tfd_test::failures == 0 ? 0 : 1;
+        }
         if (mode == "backup" || mode == "stall") {
             tfd::ring_collective comm(t);
             backup_test(t, comm, batch, mode == "backup" ? 1 : 0);

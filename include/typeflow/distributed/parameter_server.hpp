@@ -83,6 +83,7 @@ struct ps_stats {
     std::uint64_t bytes_received = 0;  ///< and received
     double update_seconds = 0;         ///< ps: time in the optimizer's update
     std::uint64_t stale_pushes = 0;    ///< ps with backup workers: pushes dropped because their step had passed
+    std::uint64_t lost_workers = 0;    ///< ps, async or with backup workers: workers that died, went silent or were refused
 };
 
 namespace detail {
@@ -233,6 +234,10 @@ public:
     ps_training(transport& t, int num_ps, Fetch fetch, IdsFetch ids, Apply apply, const Vs&... vars)
         : ch_(t, num_ps), fetch_(std::move(fetch)), ids_fetch_(std::move(ids)), apply_(std::move(apply)), vars_(vars...) {
         for (std::size_t q = 0; q < ch_.ps.size(); ++q) req_[q].assign(2 + sparse_on(static_cast<int>(q)), 0);
+        // workers never talk to each other: one that dies is the ps tasks' concern
+        if (t.spec().task.type != role::ps)
+            for (int w : ch_.workers)
+                if (w != t.rank()) t.tolerate_loss(w);
     }
 
     // ---- workers ----
@@ -291,7 +296,7 @@ public:
     void finish() { request_all(detail::ps_request::done); }
 
     /// Counters so far.
-    ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_, stale_}; }
+    ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_, stale_, lost_}; }
 
     // ---- ps tasks ----
 
@@ -315,6 +320,15 @@ public:
     /// With ps_mode::async, each worker is served on its own: its push is
     /// applied alone as soon as it arrives, and its next request answered at
     /// once. Workers run the same code in every mode.
+    ///
+    /// In both of those modes the ps goes on without a worker that dies,
+    /// stays silent for the heartbeat timeout or sends a bad message (the
+    /// latter is told why and fails): it is logged and counted
+    /// (stats().lost_workers), a push it had half sent is dropped (in sync
+    /// mode with the step's other pushes, whose workers then compute it
+    /// again), and a step needs no more pushes than workers remain. In sync
+    /// mode without backup workers every step needs every worker, so such a
+    /// worker fails the cluster instead.
     std::size_t serve(session& s, ps_mode mode = ps_mode::sync, int backup_workers = 0) {
         const cluster_spec& spec = ch_.t->spec();
         if (spec.task.type != role::ps) throw error("parameter servers: serve() runs on ps tasks, this is " + spec.task.name());
@@ -330,7 +344,9 @@ public:
             if (P::shards[i].ps == me_) mine_.push_back(i);
         prepare_ps_buffers();
         step_ = 0;
-        if (mode == ps_mode::async || backup_workers > 0) return serve_polling(s, mode, backup_workers);
+        tolerant_ = mode == ps_mode::async || backup_workers > 0;
+        for (int w : ch_.workers) ch_.t->tolerate_loss(w, tolerant_);
+        if (tolerant_) return serve_polling(s, mode, backup_workers);
         std::vector<char> active(ch_.workers.size(), 1);
         std::vector<request> rs;
         for (;;) {
@@ -420,10 +436,10 @@ private:
         const auto fp = static_cast<std::uint64_t>(req[1]);
         const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
         if (fp != fingerprint)
-            refuse(who + " runs a different model: fingerprint " + hex(fp) + ", this ps (" + ch_.t->spec().task.name() +
+            refuse(w, who + " runs a different model: fingerprint " + hex(fp) + ", this ps (" + ch_.t->spec().task.name() +
                    ") has " + hex(fingerprint));
         if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
-            refuse(who + " sent an unknown request " + std::to_string(req[0]));
+            refuse(w, who + " sent an unknown request " + std::to_string(req[0]));
         wkind_[w] = kind;
         wids_at_[w].assign(1, 0);
         for (std::size_t i : mine_)
@@ -433,7 +449,7 @@ private:
                 const bool ok = kind == detail::ps_request::done ? n == 0
                                 : kind == detail::ps_request::pull ? n == -1
                                                                    : n >= 0 && n <= rows;
-                if (!ok) refuse(who + " asked for " + std::to_string(n) + " rows of a shard of " + std::to_string(rows));
+                if (!ok) refuse(w, who + " asked for " + std::to_string(n) + " rows of a shard of " + std::to_string(rows));
                 wids_at_[w].push_back(wids_at_[w].back() + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
             }
         return kind;
@@ -447,7 +463,7 @@ private:
                 std::int64_t prev = P::shards[i].row_begin - 1;
                 for (std::size_t j = wids_at_[w][slot]; j < wids_at_[w][slot + 1]; ++j) {
                     if (!(ids[j] > prev && ids[j] < P::shards[i].row_end))
-                        refuse("parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " asked for row " +
+                        refuse(w, "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " asked for row " +
                                std::to_string(ids[j]) + ", not increasing or outside its shard [" +
                                std::to_string(P::shards[i].row_begin) + ", " + std::to_string(P::shards[i].row_end) + ")");
                     prev = ids[j];
@@ -460,17 +476,29 @@ private:
     // when `earlier_ok`, else the current one)
     void check_head(std::size_t w, const double* head, bool earlier_ok) {
         const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
-        if (!(head[0] >= 0)) refuse(who + " pushed " + std::to_string(head[0]) + " examples");
+        if (!(head[0] >= 0)) refuse(w, who + " pushed " + std::to_string(head[0]) + " examples");
         const double step = head[2];
         if (!(step >= 0 && step <= static_cast<double>(step_) && step == std::floor(step)) ||
             (!earlier_ok && step != static_cast<double>(step_)))
-            refuse(who + " pushed gradients of step " + std::to_string(step) + ", this ps (" + ch_.t->spec().task.name() +
+            refuse(w, who + " pushed gradients of step " + std::to_string(step) + ", this ps (" + ch_.t->spec().task.name() +
                    ") is at step " + std::to_string(step_));
     }
-    // fails the cluster (the workers learn why) and throws
-    [[noreturn]] void refuse(const std::string& why) {
+    // worker w sent something wrong: drops it (it learns why) and throws
+    // peer_lost when workers may be lost, else fails the cluster (every
+    // task learns why) and throws
+    [[noreturn]] void refuse(std::size_t w, const std::string& why) {
+        if (tolerant_) {
+            ch_.t->drop(ch_.workers[w], why);
+            throw peer_lost(ch_.workers[w], why);
+        }
         ch_.t->abort(why);
         throw error(why);
+    }
+    // zeroes every accumulated gradient (a push cut off part way)
+    void clear_acc() {
+        std::fill(acc_.begin(), acc_.end(), 0.0);
+        std::fill(marks_.begin(), marks_.end(), char{0});
+        for (auto& rows : step_rows_) rows.clear();
     }
     // the optimizer's update from the accumulated gradients, averaged over `total` examples
     void update(session& s, double total) {
@@ -500,14 +528,21 @@ private:
         double total = 0;       // sync: their examples
         int busy = -1;  // the worker whose gradients are being summed (into acc_: one worker at a time)
         std::vector<std::size_t> queued;  // workers whose head came while another's gradients were arriving
+        std::vector<std::size_t> gone;    // workers lost (dead, silent or refused), not yet let go
         std::vector<request> rs;
         auto next_request = [&](std::size_t w) {
             state[w] = expect::request;
             post_request(posted[w], w);
         };
         auto answer = [&](std::size_t w) {
-            send_values(rs, w);
-            ch_.wait_all(rs);  // out before an update changes them
+            try {
+                send_values(rs, w);
+                ch_.wait_all(rs);  // out before an update changes them
+            } catch (const peer_lost&) {
+                rs.clear();
+                gone.push_back(w);
+                return;
+            }
             if (wkind_[w] == detail::ps_request::pull) next_request(w);
             else {
                 state[w] = expect::head;
@@ -553,10 +588,32 @@ private:
                 state[w] = expect::held;  // its push is in this step: it waits for the update
             else answer(w);
         };
+        // worker w is gone: what it was pushing is dropped, no step waits for it
+        auto let_go = [&](std::size_t w) {
+            if (state[w] == expect::done) return;
+            if (busy == static_cast<int>(w)) {  // its gradients were part summed: the sum is void
+                busy = -1;
+                clear_acc();
+                if (!async) {  // and with it the step's other pushes: their workers compute them again
+                    contributions = 0;
+                    total = 0;
+                    std::fill(counted.begin(), counted.end(), -1);
+                    for (std::size_t v = 0; v < W; ++v)
+                        if (state[v] == expect::held && v != w) answer(v);
+                }
+            }
+            queued.erase(std::remove(queued.begin(), queued.end(), w), queued.end());
+            posted[w].clear();
+            state[w] = expect::done;
+            --active;
+            ++lost_;
+            maybe_update();
+            next_queued();
+        };
         for (std::size_t w = 0; w < W; ++w) next_request(w);
         while (active > 0) {
             bool progressed = false;
-            for (std::size_t w = 0; w < W; ++w) {
+            for (std::size_t w = 0; w < W; ++w) try {
                 if (state[w] == expect::done || state[w] == expect::held || posted[w].empty()) continue;
                 bool all = true;
                 for (const request& r : posted[w]) all = all && ch_.t->test(r);
@@ -601,7 +658,16 @@ private:
                     maybe_update();
                     next_queued();
                 }
+            } catch (const peer_lost& e) {  // w's request, or one that handling w led to, found its worker gone
+                const auto v = static_cast<std::size_t>(std::find(ch_.workers.begin(), ch_.workers.end(), e.peer()) - ch_.workers.begin());
+                if (v == W) throw;
+                gone.push_back(v);
             }
+            for (std::size_t k = 0; k < gone.size(); ++k) {  // letting one go may find another gone
+                progressed = true;
+                let_go(gone[k]);
+            }
+            gone.clear();
             if (ch_.t->failed()) throw error(ch_.t->failure());
             // a short sleep, not yield: on a loaded machine a yield gives the
             // core away for a whole time slice
@@ -967,6 +1033,8 @@ private:
     std::vector<std::size_t> mine_;  // the shards this ps holds
     std::int64_t step_ = 0;          // updates applied
     std::uint64_t stale_ = 0;        // stale pushes dropped
+    std::uint64_t lost_ = 0;         // workers gone while served
+    bool tolerant_ = false;          // serving goes on without a worker that fails
     std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // the averaged gradients fed to the update (a table's: its rows)
     std::array<std::vector<std::int64_t>, N> sparse_ids_;  // a table's row ids for the update
     std::vector<double> acc_, scratch_;

@@ -70,6 +70,9 @@ private:
     /// Deadline of the current collective (also stored for its sends).
     std::chrono::steady_clock::time_point deadline() const;
     request snd(int peer, const frame_header& h, const void* payload);
+    // waits for r; a collective needs every task, so a peer the transport
+    // has dropped (transport::tolerate_loss) fails the transport
+    void wait_on(const request& r, std::chrono::steady_clock::time_point deadline);
     mutable std::chrono::steady_clock::time_point send_deadline_{};
 
     std::unique_ptr<transport> owned_;

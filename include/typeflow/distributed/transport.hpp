@@ -133,8 +133,9 @@ public:
     /// its connection closed, its pending and later requests complete with
     /// `peer_lost` (on `wait` and `test`), and every other peer is served
     /// as before. For peers a task can do without (a parameter server's
-    /// workers in asynchronous or backup-worker training).
-    void tolerate_loss(int peer);
+    /// workers in asynchronous or backup-worker training). `false` restores
+    /// the default for a peer not yet dropped.
+    void tolerate_loss(int peer, bool tolerate = true);
     /// Drops `peer` now, telling it `reason` (it fails with "aborted by
     /// <this task>: <reason>"), as a failure of a tolerated peer would.
     /// For a peer that sent input this task refuses. Returns once dropped.

@@ -129,6 +129,15 @@ TYPEFLOW_DIST_DECL request ring_collective::snd(int peer, const frame_header& h,
     return t_->send(peer, h, payload, send_deadline_);
 }
 
+TYPEFLOW_DIST_DECL void ring_collective::wait_on(const request& r, std::chrono::steady_clock::time_point deadline) {
+    try {
+        t_->wait(r, deadline);
+    } catch (const peer_lost& e) {
+        t_->abort(std::string("a collective needs every task: ") + e.what());
+        throw error(t_->failure());
+    }
+}
+
 TYPEFLOW_DIST_DECL frame_header ring_collective::header(op_code code, dtype t, std::uint8_t red, std::size_t total, std::size_t off,
                                                         std::size_t n) const {
     frame_header h;
@@ -276,14 +285,14 @@ TYPEFLOW_DIST_DECL void ring_collective::reduce_scatter_ring(const std::byte* in
         }
         const int rs = a.s - 1; // the stage whose receive this action needs
         const std::size_t m = rix[static_cast<std::size_t>(rs)][static_cast<std::size_t>(a.j)];
-        t_->wait(recvs[m], dl); // received (and reduced)
+        wait_on(recvs[m], dl); // received (and reduced)
         recvs[m].reset();
         // Pass the segment on (the sender thread writes long frames while
         // this thread goes on to the next receive); the last stage's
         // segments stay here.
         if (!a.finish) sends.push_back(snd(next, header(code, t, red, total, a.b, n), dst_of[m]));
     }
-    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : sends) wait_on(q, dl);
 }
 
 TYPEFLOW_DIST_DECL void ring_collective::all_gather_ring(std::byte* out, std::size_t total, dtype t, op_code code, std::uint8_t red,
@@ -309,11 +318,11 @@ TYPEFLOW_DIST_DECL void ring_collective::all_gather_ring(std::byte* out, std::si
         sends.push_back(snd(next, header(code, t, red, total, b, e - b), out + b * es));
     });
     for (std::size_t i = 0; i < gitems.size(); ++i) {
-        t_->wait(grecvs[i], dl);
+        wait_on(grecvs[i], dl);
         const auto& it = gitems[i];
         if (it.s < N - 2) sends.push_back(snd(next, header(code, t, red, total, it.b, it.e - it.b), out + it.b * es));
     }
-    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : sends) wait_on(q, dl);
 }
 
 TYPEFLOW_DIST_DECL void ring_collective::all_reduce(const void* in, void* out, std::size_t count, dtype t, reduce_op op) {
@@ -351,8 +360,8 @@ TYPEFLOW_DIST_DECL void ring_collective::all_reduce_doubling(const void* in, voi
     const void* cur = in;
     for (int k = 0; k < steps; ++k) {
         auto sq = snd(r ^ (1 << k), h, cur);
-        t_->wait(sq, dl); // `out` may be `cur`: sent before it is overwritten
-        t_->wait(recvs[static_cast<std::size_t>(k)], dl);
+        wait_on(sq, dl); // `out` may be `cur`: sent before it is overwritten
+        wait_on(recvs[static_cast<std::size_t>(k)], dl);
         const bool low = (r & (1 << k)) == 0;
         detail::reduce(t, op, out, low ? cur : slot(k), low ? slot(k) : cur, count,
                        k == steps - 1 && op == reduce_op::mean, N);
@@ -372,9 +381,9 @@ TYPEFLOW_DIST_DECL void ring_collective::all_reduce_direct(const void* in, void*
     for (int p = 0; p < N; ++p)
         if (p != r) recvs.push_back(t_->recv(p, h, slot(p)));
     for (int k = 1; k < N; ++k) sends.push_back(snd((r + k) % N, h, in));
-    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : sends) wait_on(q, dl);
     if (bytes) std::memcpy(slot(r), in, bytes);
-    for (auto& q : recvs) t_->wait(q, dl);
+    for (auto& q : recvs) wait_on(q, dl);
     // out = (((x0 op x1) op x2) ... op x[N-1]), the same on every task.
     for (int k = 1; k < N; ++k)
         detail::reduce(t, op, out, k == 1 ? slot(0) : static_cast<const std::byte*>(out), slot(k), count,
@@ -433,14 +442,14 @@ TYPEFLOW_DIST_DECL void ring_collective::broadcast(void* buf, std::size_t count,
         std::vector<request> recvs;
         for (auto [b, e] : items) recvs.push_back(t_->recv(prev, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
         for (std::size_t i = 0; i < items.size(); ++i) {
-            t_->wait(recvs[i], dl);
+            wait_on(recvs[i], dl);
             if (next != root) {
                 auto [b, e] = items[i];
                 sends.push_back(snd(next, header(op_code::broadcast, t, 0, count, b, e - b), p + b * es));
             }
         }
     }
-    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : sends) wait_on(q, dl);
 }
 
 TYPEFLOW_DIST_DECL void ring_collective::barrier() {
@@ -454,8 +463,8 @@ TYPEFLOW_DIST_DECL void ring_collective::barrier() {
     for (int p = 0; p < N; ++p)
         if (p != r) recvs.push_back(t_->recv(p, h, nullptr));
     for (int k = 1; k < N; ++k) sends.push_back(snd((r + k) % N, h, nullptr));
-    for (auto& q : recvs) t_->wait(q, dl);
-    for (auto& q : sends) t_->wait(q, dl);
+    for (auto& q : recvs) wait_on(q, dl);
+    for (auto& q : sends) wait_on(q, dl);
 }
 
 } // namespace typeflow::dist

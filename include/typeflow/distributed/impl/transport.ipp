@@ -125,9 +125,9 @@ TYPEFLOW_DIST_DECL bool transport::test(const request& r) {
     return d;
 }
 
-TYPEFLOW_DIST_DECL void transport::tolerate_loss(int peer) {
+TYPEFLOW_DIST_DECL void transport::tolerate_loss(int peer, bool tolerate) {
     if (peer < 0 || peer >= size() || peer == rank()) throw error("tolerate_loss: bad peer rank " + std::to_string(peer));
-    impl_->peers[static_cast<std::size_t>(peer)]->expendable.store(true);
+    impl_->peers[static_cast<std::size_t>(peer)]->expendable.store(tolerate);
 }
 
 TYPEFLOW_DIST_DECL void transport::drop(int peer, const std::string& reason) {
