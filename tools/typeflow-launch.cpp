@@ -1,6 +1,6 @@
 // typeflow-launch: starts a local typeflow cluster.
 //
-//   typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--timeout SEC] [--grace-ms MS] [--] prog args...
+//   typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--timeout SEC] [--grace-ms MS] [--] prog args...
 //
 // Starts N worker tasks (the first is "chief:0" with --chief) and K ps tasks,
 // each with TYPEFLOW_CONFIG set to a cluster spec on loopback ports. Each
@@ -14,7 +14,10 @@
 // --keep-going a worker task that fails (not the chief, nor worker:0 when
 // there is no chief job, nor a ps) is reported and the others go on, as
 // asynchronous or backup-worker training does without it; the exit status is
-// then that of the other tasks.
+// then that of the other tasks. With --restart R, a job that fails (once
+// every task has ended) is started again, all tasks on fresh ports, at most
+// R times; each task sees TYPEFLOW_ATTEMPT (0 first), and resumes from its
+// checkpoints. Not after --timeout or a signal to the launcher.
 
 #include <arpa/inet.h>
 #include <csignal>
@@ -50,7 +53,7 @@ void on_signal(int sig) {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "typeflow-launch: %s\n"
-                 "usage: typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
+                 "usage: typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
                  why);
     std::exit(2);
 }
@@ -164,7 +167,7 @@ int exit_code_of(int status) {
 } // namespace
 
 int main(int argc, char** argv) {
-    int n = -1, nps = 0, timeout_s = 0, grace_ms = 2000;
+    int n = -1, nps = 0, timeout_s = 0, grace_ms = 2000, restarts = 0;
     bool with_chief = false, keep_going = false;
     int i = 1;
     for (; i < argc; ++i) {
@@ -179,6 +182,7 @@ int main(int argc, char** argv) {
         else if (a == "--grace-ms") grace_ms = parse_int(value("--grace-ms"), "--grace-ms", 0, 1 << 24);
         else if (a == "--chief") with_chief = true;
         else if (a == "--keep-going") keep_going = true;
+        else if (a == "--restart") restarts = parse_int(value("--restart"), "--restart", 0, 1000);
         else if (a == "--") { ++i; break; }
         else if (a == "-h" || a == "--help") usage("help");
         else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
@@ -187,39 +191,8 @@ int main(int argc, char** argv) {
     if (n < 1) usage("-n N is required");
     if (i >= argc) usage("no program given");
     char** prog = argv + i;
-
-    std::vector<child> kids(static_cast<std::size_t>(n + nps));
-    for (int k = 0; k < n + nps; ++k) {
-        auto& c = kids[static_cast<std::size_t>(k)];
-        c.name = k < n ? (with_chief && k == 0 ? "chief:0" : "worker:" + std::to_string(with_chief ? k - 1 : k))
-                       : "ps:" + std::to_string(k - n);
-        c.listen_fd = listen_loopback(c.port);
-        if (c.listen_fd < 0) {
-            std::perror("typeflow-launch: listen");
-            return 2;
-        }
-    }
-    auto addr = [&](int k) { return "\"127.0.0.1:" + std::to_string(kids[static_cast<std::size_t>(k)].port) + "\""; };
-    std::string cluster = "{";
-    int first_worker = 0;
-    if (with_chief) {
-        cluster += "\"chief\": [" + addr(0) + "]";
-        first_worker = 1;
-    }
-    if (n > first_worker) {
-        cluster += std::string(with_chief ? ", " : "") + "\"worker\": [";
-        for (int k = first_worker; k < n; ++k) cluster += (k > first_worker ? ", " : "") + addr(k);
-        cluster += "]";
-    }
-    if (nps) {
-        cluster += ", \"ps\": [";
-        for (int k = 0; k < nps; ++k) cluster += (k ? ", " : "") + addr(n + k);
-        cluster += "]";
-    }
-    cluster += "}";
     const char* env_secret = std::getenv("TYPEFLOW_SECRET");
     const std::string secret = env_secret && *env_secret ? env_secret : random_secret();
-
     if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 2;
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -228,55 +201,89 @@ int main(int argc, char** argv) {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(s, &sa, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
-    for (int k = 0; k < n + nps; ++k) {
-        auto& c = kids[static_cast<std::size_t>(k)];
-        auto colon = c.name.find(':');
-        std::string spec = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + c.name.substr(0, colon) +
-                           "\", \"index\": " + c.name.substr(colon + 1) + "}}";
-        int po[2], pe[2];
-        if (::pipe2(po, O_CLOEXEC) != 0 || ::pipe2(pe, O_CLOEXEC) != 0) return 2;
-        pid_t pid = ::fork();
-        if (pid < 0) {
-            std::perror("typeflow-launch: fork");
-            return 2;
-        }
-        if (pid == 0) {
-            ::setpgid(0, 0); // signals reach tasks only through the launcher
-            struct sigaction dfl {};
-            dfl.sa_handler = SIG_DFL;
-            for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaction(s, &dfl, nullptr);
-            ::dup2(po[1], 1);
-            ::dup2(pe[1], 2);
-            int fl = ::fcntl(c.listen_fd, F_GETFD);
-            ::fcntl(c.listen_fd, F_SETFD, fl & ~FD_CLOEXEC);
-            ::setenv("TYPEFLOW_CONFIG", spec.c_str(), 1);
-            ::setenv("TYPEFLOW_SECRET", secret.c_str(), 1);
-            ::setenv("TYPEFLOW_LISTEN_FD", std::to_string(c.listen_fd).c_str(), 1);
-            ::unsetenv("TYPEFLOW_CONFIG_FILE");
-            ::execvp(prog[0], prog);
-            std::fprintf(stderr, "typeflow-launch: cannot run %s: %s\n", prog[0], std::strerror(errno));
-            ::_exit(127);
-        }
-        ::setpgid(pid, pid);
-        ::close(po[1]);
-        ::close(pe[1]);
-        c.pid = pid;
-        c.running = true;
-        c.out.fd = po[0];
-        c.err.fd = pe[0];
-        c.err.out = stderr;
-        ::close(c.listen_fd);
-    }
-
-    const auto start = clock_type::now();
-    std::optional<clock_type::time_point> term_at, kill_at;
-    std::optional<int> exit_code;
-    auto signal_all = [&](int sig) {
-        for (auto& c : kids)
-            if (c.running) {
-                ::kill(c.pid, sig);
-                if (sig != SIGKILL) ::kill(c.pid, SIGCONT); // a stopped task must see it
+    bool interrupted = false; // a signal to the launcher: no restart
+    const auto start = clock_type::now(); // --timeout counts from here, over every restart
+    // one run of the whole job; returns its exit status
+    auto run_job = [&](int attempt) -> int {
+        std::vector<child> kids(static_cast<std::size_t>(n + nps));
+        for (int k = 0; k < n + nps; ++k) {
+            auto& c = kids[static_cast<std::size_t>(k)];
+            c.name = k < n ? (with_chief && k == 0 ? "chief:0" : "worker:" + std::to_string(with_chief ? k - 1 : k))
+                           : "ps:" + std::to_string(k - n);
+            c.listen_fd = listen_loopback(c.port);
+            if (c.listen_fd < 0) {
+                std::perror("typeflow-launch: listen");
+                return 2;
             }
+        }
+        auto addr = [&](int k) { return "\"127.0.0.1:" + std::to_string(kids[static_cast<std::size_t>(k)].port) + "\""; };
+        std::string cluster = "{";
+        int first_worker = 0;
+        if (with_chief) {
+            cluster += "\"chief\": [" + addr(0) + "]";
+            first_worker = 1;
+        }
+        if (n > first_worker) {
+            cluster += std::string(with_chief ? ", " : "") + "\"worker\": [";
+            for (int k = first_worker; k < n; ++k) cluster += (k > first_worker ? ", " : "") + addr(k);
+            cluster += "]";
+        }
+        if (nps) {
+            cluster += ", \"ps\": [";
+            for (int k = 0; k < nps; ++k) cluster += (k ? ", " : "") + addr(n + k);
+            cluster += "]";
+        }
+        cluster += "}";
+
+        for (int k = 0; k < n + nps; ++k) {
+            auto& c = kids[static_cast<std::size_t>(k)];
+            auto colon = c.name.find(':');
+            std::string spec = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + c.name.substr(0, colon) +
+                               "\", \"index\": " + c.name.substr(colon + 1) + "}}";
+            int po[2], pe[2];
+            if (::pipe2(po, O_CLOEXEC) != 0 || ::pipe2(pe, O_CLOEXEC) != 0) return 2;
+            pid_t pid = ::fork();
+            if (pid < 0) {
+                std::perror("typeflow-launch: fork");
+                return 2;
+            }
+            if (pid == 0) {
+                ::setpgid(0, 0); // signals reach tasks only through the launcher
+                struct sigaction dfl {};
+                dfl.sa_handler = SIG_DFL;
+                for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaction(s, &dfl, nullptr);
+                ::dup2(po[1], 1);
+                ::dup2(pe[1], 2);
+                int fl = ::fcntl(c.listen_fd, F_GETFD);
+                ::fcntl(c.listen_fd, F_SETFD, fl & ~FD_CLOEXEC);
+                ::setenv("TYPEFLOW_CONFIG", spec.c_str(), 1);
+                ::setenv("TYPEFLOW_SECRET", secret.c_str(), 1);
+                ::setenv("TYPEFLOW_LISTEN_FD", std::to_string(c.listen_fd).c_str(), 1);
+                ::setenv("TYPEFLOW_ATTEMPT", std::to_string(attempt).c_str(), 1);
+                ::unsetenv("TYPEFLOW_CONFIG_FILE");
+                ::execvp(prog[0], prog);
+                std::fprintf(stderr, "typeflow-launch: cannot run %s: %s\n", prog[0], std::strerror(errno));
+                ::_exit(127);
+            }
+            ::setpgid(pid, pid);
+            ::close(po[1]);
+            ::close(pe[1]);
+            c.pid = pid;
+            c.running = true;
+            c.out.fd = po[0];
+            c.err.fd = pe[0];
+            c.err.out = stderr;
+            ::close(c.listen_fd);
+        }
+
+        std::optional<clock_type::time_point> term_at, kill_at;
+        std::optional<int> exit_code;
+        auto signal_all = [&](int sig) {
+            for (auto& c : kids)
+                if (c.running) {
+                    ::kill(c.pid, sig);
+                    if (sig != SIGKILL) ::kill(c.pid, SIGCONT); // a stopped task must see it
+                }
     };
     auto schedule_stop = [&](std::chrono::milliseconds grace) {
         auto t = clock_type::now() + grace;
@@ -311,6 +318,7 @@ int main(int argc, char** argv) {
                 if (sig == SIGCHLD) continue;
                 std::fprintf(stderr, "typeflow-launch: got signal %d (%s); forwarding to all tasks\n", sig, strsignal(sig));
                 signal_all(sig);
+                interrupted = true;
                 if (!exit_code) exit_code = 128 + sig;
                 auto t = clock_type::now() + std::chrono::seconds(5);
                 if (!kill_at || t < *kill_at) kill_at = t;
@@ -370,4 +378,10 @@ int main(int argc, char** argv) {
         }
     }
     return exit_code.value_or(0);
+    };
+    for (int attempt = 0;; ++attempt) {
+        const int rc = run_job(attempt);
+        if (rc == 0 || interrupted || rc == 124 || attempt >= restarts) return rc;
+        std::fprintf(stderr, "typeflow-launch: restarting the job (restart %d of %d)\n", attempt + 1, restarts);
+    }
 }

@@ -2,6 +2,7 @@
 //   launch_probe hello            print task, rank, size; check the inherited socket
 //   launch_probe fail TASK CODE   TASK exits with CODE, the others sleep
 //   launch_probe fail-early TASK CODE   TASK exits with CODE at once, the others finish
+//   launch_probe fail-first TASK CODE N   TASK exits with CODE in attempts 0..N-1 (TYPEFLOW_ATTEMPT)
 //   launch_probe sleep            sleep until signalled; report SIGTERM
 #include <typeflow/distributed/cluster_spec.hpp>
 
@@ -71,6 +72,13 @@ int main(int argc, char** argv) {
     if (mode == "fail-early") { // TASK exits with CODE at once, the others finish 0.5 s later
         if (spec.task.name() == argv[2]) return std::atoi(argv[3]);
         usleep(500000);
+        std::printf("finished\n");
+        return 0;
+    }
+    if (mode == "fail-first") { // TASK exits with CODE in attempts 0..N-1, then every task finishes
+        const char* a = std::getenv("TYPEFLOW_ATTEMPT");
+        std::printf("attempt %s\n", a ? a : "?");
+        if (spec.task.name() == argv[2] && a && std::atoi(a) < std::atoi(argv[4])) return std::atoi(argv[3]);
         std::printf("finished\n");
         return 0;
     }

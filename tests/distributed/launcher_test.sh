@@ -38,6 +38,16 @@ done
 out=$("$L" -n 2 --chief --keep-going --grace-ms 100 "$P" fail-early worker:0 7 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "--keep-going --chief with a failed worker:0: exit $rc"
 
+# --restart R: a failed job is started again, each task told its attempt; at most R times.
+out=$("$L" -n 2 --ps 1 --restart 3 --grace-ms 100 "$P" fail-first ps:0 5 2 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "--restart 3 with 2 failed attempts: exit $rc"
+[ "$(echo "$out" | grep -c 'typeflow-launch: restarting the job')" -eq 2 ] || fail "--restart: not restarted twice"
+echo "$out" | grep -qF "[worker:1] attempt 2" || fail "--restart: TYPEFLOW_ATTEMPT not set"
+echo "$out" | grep -qF "[ps:0] finished" || fail "--restart: the last attempt did not finish"
+out=$("$L" -n 2 --restart 1 --grace-ms 100 "$P" fail-first worker:1 5 9 2>&1); rc=$?
+[ $rc -eq 5 ] || fail "--restart 1 with every attempt failing: exit $rc"
+[ "$(echo "$out" | grep -c 'typeflow-launch: restarting the job')" -eq 1 ] || fail "--restart 1: restarted more than once"
+
 # SIGTERM to the launcher is forwarded to every task.
 tmp=$(mktemp)
 "$L" -n 2 "$P" sleep > "$tmp" 2>&1 &

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <string>
 #include <thread>
@@ -84,6 +85,17 @@ struct ps_stats {
     double update_seconds = 0;         ///< ps: time in the optimizer's update
     std::uint64_t stale_pushes = 0;    ///< ps with backup workers: pushes dropped because their step had passed
     std::uint64_t lost_workers = 0;    ///< ps, async or with backup workers: workers that died, went silent or were refused
+};
+
+/// Calls a ps_training object makes at fixed points, for what runs beside
+/// training (ps_checkpoints installs them). Each may be empty.
+struct ps_hooks {
+    /// ps: when serve starts; returns the step to count from (a restored checkpoint's).
+    std::function<std::int64_t(session&)> on_serve;
+    /// ps: after each update, with the new step count.
+    std::function<void(session&, std::int64_t)> on_update;
+    /// worker: after each answer to a pull or step has arrived.
+    std::function<void()> on_values;
 };
 
 namespace detail {
@@ -295,6 +307,16 @@ public:
     /// worker has.
     void finish() { request_all(detail::ps_request::done); }
 
+    /// The step ps 0 was at when it answered this worker's last pull or step
+    /// (the updates applied so far; after a restart, where training resumes).
+    std::int64_t step() const noexcept { return steps_[0]; }
+    /// Installs `h` (see ps_hooks).
+    void set_hooks(ps_hooks h) { hooks_ = std::move(h); }
+    /// The transport and the ranks of the ps tasks and of the workers.
+    const detail::ps_channels& channels() const noexcept { return ch_; }
+    /// The update a ps runs (its variables and optimizer slots are the state to save).
+    const Apply& apply_op() const noexcept { return apply_; }
+
     /// Counters so far.
     ps_stats stats() const noexcept { return {rounds_, ch_.bytes_sent, ch_.bytes_received, update_seconds_, stale_, lost_}; }
 
@@ -343,7 +365,7 @@ public:
         for (std::size_t i = 0; i < P::shard_count; ++i)
             if (P::shards[i].ps == me_) mine_.push_back(i);
         prepare_ps_buffers();
-        step_ = 0;
+        step_ = hooks_.on_serve ? hooks_.on_serve(s) : 0;
         tolerant_ = mode == ps_mode::async || backup_workers > 0;
         for (int w : ch_.workers) ch_.t->tolerate_loss(w, tolerant_);
         if (tolerant_) return serve_polling(s, mode, backup_workers);
@@ -511,6 +533,7 @@ private:
         }(std::index_sequence_for<Vs...>{});
         update_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++step_;
+        if (hooks_.on_update) hooks_.on_update(s, step_);
     }
     // ps_mode::async, and ps_mode::sync with backup workers: every worker's
     // messages are awaited at once (polled), and handled as they come
@@ -759,6 +782,7 @@ private:
                     });
         }
         ch_.wait_all(rs);
+        if (hooks_.on_values) hooks_.on_values();
         if constexpr (any_sparse)  // the pulled rows into the tables
             for (std::size_t i = 0; i < P::shard_count; ++i)
                 if (sparse_shard(i) && req_[P::shards[i].ps][0] == static_cast<std::int64_t>(detail::ps_request::step))
@@ -1035,6 +1059,7 @@ private:
     std::uint64_t stale_ = 0;        // stale pushes dropped
     std::uint64_t lost_ = 0;         // workers gone while served
     bool tolerant_ = false;          // serving goes on without a worker that fails
+    ps_hooks hooks_;
     std::tuple<std::vector<value_type_t<Vs>>...> grads_;  // the averaged gradients fed to the update (a table's: its rows)
     std::array<std::vector<std::int64_t>, N> sparse_ids_;  // a table's row ids for the update
     std::vector<double> acc_, scratch_;
