@@ -113,13 +113,14 @@ foreach(_mode backup stall)
            COMMAND typeflow-launch -n 3 --ps 2 --timeout 100 $<TARGET_FILE:dist_ps_test> 24 0 ${_mode})
   set_tests_properties(dist.ps.${_mode} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
-# Recovery from sharded checkpoints (distributed/ps_checkpoints.hpp): kill -9 a
-# ps at random steps and while it writes a shard, under typeflow-launch --restart.
-add_executable(dist_ps_recovery_test ${_td}/ps_recovery_test.cpp)
-target_link_libraries(dist_ps_recovery_test PRIVATE typeflow_dist typeflow_io)
-add_test(NAME dist.ps.recovery
-         COMMAND bash ${_td}/recovery_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_ps_recovery_test>)
-set_tests_properties(dist.ps.recovery PROPERTIES TIMEOUT 300 LABELS dist)
+# Recovery from checkpoints under typeflow-launch --restart: kill -9 a ps at
+# random steps and while it writes a shard (distributed/ps_checkpoints.hpp),
+# and a task of mirrored training at random steps (the chief's io::saver).
+add_executable(dist_recovery_test ${_td}/recovery_test.cpp)
+target_link_libraries(dist_recovery_test PRIVATE typeflow_dist typeflow_io)
+add_test(NAME dist.recovery
+         COMMAND bash ${_td}/recovery_test.sh $<TARGET_FILE:typeflow-launch> $<TARGET_FILE:dist_recovery_test>)
+set_tests_properties(dist.recovery PROPERTIES TIMEOUT 300 LABELS dist)
 # A worker lost while served (typeflow-launch --keep-going): killed mid-push in
 # async and in sync-with-backup training, stopped past the heartbeat timeout,
 # or refused for a bad push; the rest train on. Worker 1's checks fail the

@@ -37,10 +37,11 @@
 # - The distributed examples (dist.example.*): their paths are the
 #   mirrored and ps tests' (which run here); left out to keep .ci/run
 #   inside 45 minutes.
-# - dist.ps.recovery (kill -9 of a ps at 24 points, each run restarted by
-#   the launcher): its code is the ps test's serving and the saver's
-#   checkpoint writing and reading, both run here (dist.ps.*, the io unit
-#   files); left out to keep .ci/run inside 45 minutes. dist.ps_checkpoints
+# - dist.recovery (kill -9 of a ps at 24 points and of a mirrored task at 10,
+#   each run restarted by the launcher): its code is the ps and mirrored
+#   tests' training and the saver's checkpoint writing and reading, all run
+#   here (dist.ps.*, dist.mirrored.*, the io unit files); left out to keep
+#   .ci/run inside 45 minutes. dist.ps_checkpoints
 #   (single-threaded file checks) runs under ASan only.
 # - dist.launcher (the launcher's own signal handling): under ASan, beside
 #   other tests, a task it sent SIGTERM sometimes had not exited when the
@@ -112,11 +113,11 @@ run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <exa
     # launcher its tests start); Ninja's `help` does not list them all
     while read -r t; do targets+=("$t"); done < <(ninja -C "$dir" -t targets all |
         sed -n 's/^\(dist_[a-z0-9_]*\|typeflow-launch\): CXX_EXECUTABLE_LINKER.*/\1/p' |
-        grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ps -e ps_recovery -e "$skip_exe")
+        grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ps -e recovery -e "$skip_exe")
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
     echo "== sanitize: $dir built after $((SECONDS - start)) s"
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" -L "$labels" -R "$names" \
-        -E "fuzz|bench|separate|^dist\.launcher$|^dist\.example\.|^dist\.ps\.recovery$$skip_test"
+        -E "fuzz|bench|separate|^dist\.launcher$|^dist\.example\.|^dist\.recovery$$skip_test"
 }
 
 if [[ "$what" == all || "$what" == asan || "$what" == ci ]]; then

@@ -239,6 +239,9 @@ public:
     /// The all_reduce calls of one step: the loss and example count, then the
     /// gradient buckets.
     std::size_t buckets() const noexcept { return st_->buckets.size(); }
+    /// The update every task runs: its variables and optimizer slots are the
+    /// state a checkpoint saves (io::saver(step.apply_op())).
+    const Apply& apply_op() const noexcept { return apply_; }
 
 private:
     template <class V>
