@@ -60,17 +60,34 @@ auto mlp_loss(const X& x, const Y& y, const W1& w1, const B1& b1, const W2& w2, 
     return tf::mean(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1) + b1), w2) + b2 - y));
 }
 
+// The MLP's four variables in double precision, named <P>w1, <P>b1, <P>w2,
+// <P>b2, from init salts salt, salt + 10, salt + 20, salt + 30 (salt 0: the
+// values a ps starts from and single-process references use).
+template <tf::fixed_string P>
+struct mlp_vars {
+    tf::variable<tf::concat<P, "w1">(), double, tf::shape<4, 8>> w1;
+    tf::variable<tf::concat<P, "b1">(), double, tf::shape<8>> b1;
+    tf::variable<tf::concat<P, "w2">(), double, tf::shape<8, 1>> w2;
+    tf::variable<tf::concat<P, "b2">(), double, tf::shape<1>> b2;
+    explicit mlp_vars(double salt = 0) { init(w1, salt), init(b1, salt + 10), init(w2, salt + 20), init(b2, salt + 30); }
+    template <class X, class Y>
+    auto loss(const X& x, const Y& y) const {
+        return mlp_loss(x, y, w1, b1, w2, b2);
+    }
+    // the largest relative difference of any weight from `o`'s
+    template <tf::fixed_string Q>
+    double max_rel_diff_to(const mlp_vars<Q>& o) const {
+        return std::max({max_rel_diff(w1, o.w1), max_rel_diff(b1, o.b1), max_rel_diff(w2, o.w2), max_rel_diff(b2, o.b2)});
+    }
+};
+
 // The MLP trained in one process on the whole batch (xa, ya) for `steps`
 // Adam(0.01) steps from the values a ps starts from (init salts 0, 10, 20,
 // 30): its loss then, the reference the distributed runs must reach.
 template <class X, class Y>
 double single_process_loss(const X& x, const Y& y, const tf::tensor<double>& xa, const tf::tensor<double>& ya, int steps) {
-    tf::variable<"single/w1", double, tf::shape<4, 8>> w1;
-    tf::variable<"single/b1", double, tf::shape<8>> b1;
-    tf::variable<"single/w2", double, tf::shape<8, 1>> w2;
-    tf::variable<"single/b2", double, tf::shape<1>> b2;
-    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
-    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    const mlp_vars<"single/"> m;
+    auto loss = m.loss(x, y);
     auto step = tf::train::adam(0.01).minimize(loss);
     tf::session s;
     for (int k = 0; k < steps; ++k) s.run(step, tf::feed(x, xa), tf::feed(y, ya));

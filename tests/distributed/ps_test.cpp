@@ -81,22 +81,25 @@ void stop_self_for(double seconds) {
     waitpid(child, nullptr, 0);
 }
 
+// This task's place in the cluster: a ps, or worker `me` of `workers` (ranks 0 .. workers - 1).
+struct place {
+    bool is_ps;
+    int workers = 0, me;
+    explicit place(const tfd::cluster_spec& spec) : is_ps(spec.task.type == tfd::role::ps) {
+        for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+        me = is_ps ? -1 : spec.rank();
+    }
+};
+
 // The backup-worker checks (see the top of this file); `backups`: 1 or 0 (`stall`).
 void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int backups) {
     const tfd::cluster_spec& spec = t.spec();
-    const bool is_ps = spec.task.type == tfd::role::ps;
-    int workers = 0;
-    for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+    const auto [is_ps, workers, me] = place(spec);
     expect(workers == 3, "the backup checks run 3 workers");
-    const int me = is_ps ? -1 : spec.rank();
     tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
     tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
-    tf::variable<"w1", double, tf::shape<4, 8>> w1;
-    tf::variable<"b1", double, tf::shape<8>> b1;
-    tf::variable<"w2", double, tf::shape<8, 1>> w2;
-    tf::variable<"b2", double, tf::shape<1>> b2;
-    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
-    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    const tfd_test::mlp_vars<""> m;
+    auto loss = m.loss(x, y);
     const tfd_test::batch_split split(batch, workers, me);
     const auto &xm = split.xm, &ym = split.ym, &xa = split.xa, &ya = split.ya;
     using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
@@ -189,19 +192,12 @@ void backup_test(tfd::transport& t, tfd::ring_collective& comm, int batch, int b
 // see it, must get an error saying why.
 void lost_worker_test(tfd::transport& t, int batch, int steps, const std::string& kind) {
     const tfd::cluster_spec& spec = t.spec();
-    const bool is_ps = spec.task.type == tfd::role::ps;
-    int workers = 0;
-    for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
+    const auto [is_ps, workers, me] = place(spec);
     expect(workers == 3, "the lost-worker checks run 3 workers");
-    const int me = is_ps ? -1 : spec.rank();
     tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
     tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
-    tf::variable<"w1", double, tf::shape<4, 8>> w1;
-    tf::variable<"b1", double, tf::shape<8>> b1;
-    tf::variable<"w2", double, tf::shape<8, 1>> w2;
-    tf::variable<"b2", double, tf::shape<1>> b2;
-    init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
-    auto loss = mlp_loss(x, y, w1, b1, w2, b2);
+    const tfd_test::mlp_vars<""> m;
+    auto loss = m.loss(x, y);
     const tfd_test::batch_split split(batch, workers, me);
     using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
     auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(loss);
@@ -308,10 +304,7 @@ int main(int argc, char** argv) {
         }
         tfd::ring_collective comm(t);  // barriers between the phases
         const tfd::cluster_spec& spec = t.spec();
-        const bool is_ps = spec.task.type == tfd::role::ps;
-        int workers = 0;
-        for (int r = 0; r < spec.size(); ++r) workers += spec.task_of(r).type != tfd::role::ps;
-        const int me = is_ps ? -1 : spec.rank();  // workers are ranks 0 .. workers - 1
+        const auto [is_ps, workers, me] = place(spec);
 
         tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
         tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;

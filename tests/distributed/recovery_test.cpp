@@ -47,24 +47,17 @@
 namespace tf = typeflow;
 namespace tfd = typeflow::dist;
 using tfd_test::expect;
-using tfd_test::init;
-using tfd_test::max_rel_diff;
-using tfd_test::mlp_loss;
 
 namespace {
 
 // single-process training on the whole batch for `steps` steps: the reference
 template <class X, class Y>
-auto reference(const X& x, const Y& y, const tfd_test::batch_split& split, int steps) {
-    tf::variable<"ref/w1", double, tf::shape<4, 8>> r1;
-    tf::variable<"ref/b1", double, tf::shape<8>> rb1;
-    tf::variable<"ref/w2", double, tf::shape<8, 1>> r2;
-    tf::variable<"ref/b2", double, tf::shape<1>> rb2;
-    init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);
-    auto ref_step = tf::train::adam(0.01).minimize(mlp_loss(x, y, r1, rb1, r2, rb2));
+tfd_test::mlp_vars<"ref/"> reference(const X& x, const Y& y, const tfd_test::batch_split& split, int steps) {
+    tfd_test::mlp_vars<"ref/"> r;
+    auto ref_step = tf::train::adam(0.01).minimize(r.loss(x, y));
     tf::session ref;
     for (int k = 0; k < steps; ++k) ref.run(ref_step, tf::feed(x, split.xa), tf::feed(y, split.ya));
-    return std::make_tuple(r1, rb1, r2, rb2);
+    return r;
 }
 
 int ps_main(const std::string& dir, int steps, const std::string& kill, int attempt) {
@@ -89,14 +82,10 @@ int ps_main(const std::string& dir, int steps, const std::string& kill, int atte
 
         tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
         tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
-        tf::variable<"w1", double, tf::shape<4, 8>> w1;
-        tf::variable<"b1", double, tf::shape<8>> b1;
-        tf::variable<"w2", double, tf::shape<8, 1>> w2;
-        tf::variable<"b2", double, tf::shape<1>> b2;
-        init(w1, 0), init(b1, 10), init(w2, 20), init(b2, 30);
+        const tfd_test::mlp_vars<""> m;
         const tfd_test::batch_split split(24, workers, me);
         using placement = tfd::ps_placement<2, tfd::greedy_by_bytes, tfd::fixed_size_partitioner<2>>;
-        auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(mlp_loss(x, y, w1, b1, w2, b2));
+        auto training = tfd::parameter_servers<placement>(t, tf::train::adam(0.01)).minimize(m.loss(x, y));
         tfd::ps_checkpoints ckpt(training, {.dir = dir, .every = 4, .keep = 2});
         tf::session s;
         if (is_ps) {
@@ -137,9 +126,7 @@ int ps_main(const std::string& dir, int steps, const std::string& kill, int atte
             }
             training.pull();
             if (me == 0) {
-                const auto [r1, rb1, r2, rb2] = reference(x, y, split, steps);
-                const double worst =
-                    std::max({max_rel_diff(w1, r1), max_rel_diff(b1, rb1), max_rel_diff(w2, r2), max_rel_diff(b2, rb2)});
+                const double worst = m.max_rel_diff_to(reference(x, y, split, steps));
                 std::printf("recovery: kill=%s attempt %d resumed at step %lld, committed %lld, max_weight_diff=%.3g\n",
                             kill.c_str(), attempt, static_cast<long long>(start), static_cast<long long>(ckpt.committed_step()),
                             worst);
@@ -183,13 +170,9 @@ int mirrored_main(const std::string& dir, int steps, const std::string& kill, in
         const int rank = c.rank();
         tf::placeholder<"x", double, tf::shape<tf::dyn, 4>> x;
         tf::placeholder<"y", double, tf::shape<tf::dyn, 1>> y;
-        tf::variable<"w1", double, tf::shape<4, 8>> w1;
-        tf::variable<"b1", double, tf::shape<8>> b1;
-        tf::variable<"w2", double, tf::shape<8, 1>> w2;
-        tf::variable<"b2", double, tf::shape<1>> b2;
-        init(w1, rank), init(b1, rank + 10), init(w2, rank + 20), init(b2, rank + 30);  // the chief's win
+        const tfd_test::mlp_vars<""> m(rank);  // the chief's values win
         const tfd_test::batch_split split(24, c.size(), rank);
-        auto step = tfd::mirrored(c, tf::train::adam(0.01)).minimize(mlp_loss(x, y, w1, b1, w2, b2));
+        auto step = tfd::mirrored(c, tf::train::adam(0.01)).minimize(m.loss(x, y));
         tf::io::saver saver(step.apply_op());  // the variables and Adam's slots
         // every task restores the newest complete checkpoint (the chief wrote
         // it; none is written before every task has restored: a step needs all)
@@ -211,10 +194,9 @@ int mirrored_main(const std::string& dir, int steps, const std::string& kill, in
             step.run(s, tf::feed(x, split.xm), tf::feed(y, split.ym));
             if (rank == 0 && (k + 1) % 4 == 0) saver.save(dir, k + 1);
         }
-        const bool same = bits_agree(c, w1) && bits_agree(c, b1) && bits_agree(c, w2) && bits_agree(c, b2);
+        const bool same = bits_agree(c, m.w1) && bits_agree(c, m.b1) && bits_agree(c, m.w2) && bits_agree(c, m.b2);
         if (rank == 0) {
-            const auto [r1, rb1, r2, rb2] = reference(x, y, split, steps);
-            const double worst = std::max({max_rel_diff(w1, r1), max_rel_diff(b1, rb1), max_rel_diff(w2, r2), max_rel_diff(b2, rb2)});
+            const double worst = m.max_rel_diff_to(reference(x, y, split, steps));
             std::printf("recovery: mirrored kill=%s attempt %d resumed at step %lld, max_weight_diff=%.3g identical=%s\n",
                         kill.c_str(), attempt, static_cast<long long>(start), worst, same ? "yes" : "NO");
             expect(worst <= 1e-10, "mirrored: weights differ from single-process training by " + std::to_string(worst));
