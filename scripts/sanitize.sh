@@ -117,7 +117,7 @@ run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <exa
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
     echo "== sanitize: $dir built after $((SECONDS - start)) s"
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" -L "$labels" -R "$names" \
-        -E "fuzz|bench|separate|^dist\.launcher$|^dist\.example\.|^dist\.recovery$$skip_test"
+        -E "fuzz|bench|separate|^dist\.launcher$|^dist\.example\.|^dist\.recovery\$${skip_test}"
 }
 
 if [[ "$what" == all || "$what" == asan || "$what" == ci ]]; then
