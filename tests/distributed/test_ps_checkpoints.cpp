@@ -83,3 +83,11 @@ TEST_CASE("only a commit whose shards are all complete is restored") {
 TEST_CASE("a directory that does not exist holds no checkpoint") {
     CHECK_FALSE(tfd::latest_ps_checkpoint("/nonexistent/typeflow/dir", 2));
 }
+
+TEST_CASE("options a ps_checkpoints cannot follow are refused, naming the field") {
+    using Catch::Matchers::Contains;
+    CHECK_NOTHROW(tfd::check_options({.dir = "d"}));
+    CHECK_THROWS_WITH(tfd::check_options({}), Contains("no directory given"));
+    CHECK_THROWS_WITH(tfd::check_options({.dir = "d", .every = 0}), Contains("every = 0, must be at least 1"));
+    CHECK_THROWS_WITH(tfd::check_options({.dir = "d", .every = 5, .keep = 0}), Contains("keep = 0, must be at least 1"));
+}

@@ -76,7 +76,23 @@ inline std::vector<std::int64_t> ps_file_steps(const std::string& dir, const std
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
+// file `name` in dir reads back as a complete checkpoint
+inline bool complete_file(const std::string& dir, const std::string& name) {
+    try {
+        return io::is_complete_checkpoint(dir + "/" + name);
+    } catch (const typeflow::error&) {
+        return false;
+    }
+}
 }  // namespace detail
+
+/// Throws a dist::error naming the field when `o` cannot be followed: no
+/// directory, `every` or `keep` below 1.
+inline void check_options(const ps_checkpoint_options& o) {
+    if (o.dir.empty()) throw error("ps_checkpoints: no directory given");
+    if (o.every < 1) throw error("ps_checkpoints: every = " + std::to_string(o.every) + ", must be at least 1");
+    if (o.keep < 1) throw error("ps_checkpoints: keep = " + std::to_string(o.keep) + ", must be at least 1");
+}
 
 /// True when `dir` holds commit `step` for `num_ps` ps tasks: the commit file
 /// reads back whole and names this step and every shard, and every shard is
@@ -90,12 +106,7 @@ inline bool ps_checkpoint_committed(const std::string& dir, std::int64_t step, i
     if (!(in >> word >> n) || word != "shards" || n != num_ps) return false;
     for (int q = 0; q < num_ps; ++q) {
         std::string shard;
-        if (!(in >> shard) || shard != ps_shard_name(step, q, num_ps)) return false;
-        try {
-            if (!io::is_complete_checkpoint(dir + "/" + shard)) return false;
-        } catch (const typeflow::error&) {
-            return false;
-        }
+        if (!(in >> shard) || shard != ps_shard_name(step, q, num_ps) || !detail::complete_file(dir, shard)) return false;
     }
     return static_cast<bool>(in >> end) && end == "end";
 }
@@ -123,9 +134,7 @@ template <class Training>
 class ps_checkpoints {
 public:
     ps_checkpoints(Training& training, ps_checkpoint_options o) : training_(&training), opt_(std::move(o)) {
-        if (opt_.dir.empty()) throw error("ps_checkpoints: no directory given");
-        if (opt_.every < 1) throw error("ps_checkpoints: every = " + std::to_string(opt_.every) + ", must be at least 1");
-        if (opt_.keep < 1) throw error("ps_checkpoints: keep = " + std::to_string(opt_.keep) + ", must be at least 1");
+        check_options(opt_);
         const transport& t = *training.channels().t;
         const cluster_spec& spec = t.spec();
         num_ps_ = static_cast<int>(training.channels().ps.size());
@@ -166,11 +175,7 @@ private:
         std::vector<std::string> shards;
         for (int q = 0; q < num_ps_; ++q) {
             shards.push_back(ps_shard_name(k, q, num_ps_));
-            try {
-                if (!io::is_complete_checkpoint(opt_.dir + "/" + shards.back())) return;  // not yet: try again later
-            } catch (const typeflow::error&) {
-                return;
-            }
+            if (!detail::complete_file(opt_.dir, shards.back())) return;  // not yet: try again later
         }
         {
             io::atomic_file f(opt_.dir + "/" + ps_commit_name(k));

@@ -152,17 +152,11 @@ TYPEFLOW_DIST_DECL void transport_impl::peer_lost(peer_state& p, const error_cod
               false);
 }
 
-/// I/O thread: a failure of peer `p` (`tell`: worth telling it why): drops
-/// `p` alone if it may be lost, else fails the transport. The drop runs as
-/// a handler of its own: never inside a read of `p` (which holds p's read
-/// lock) or a delivery (which holds rq_mu).
+/// Any thread: a failure of peer `p` (`tell`: worth telling it why): drops
+/// `p` alone if it may be lost, else fails the transport (at once on the
+/// I/O thread). The drop runs as a handler of its own: never inside a read
+/// of `p` (which holds p's read lock) or a delivery (which holds rq_mu).
 TYPEFLOW_DIST_DECL void transport_impl::fail_peer(peer_state& p, const std::string& why, bool tell) {
-    if (p.expendable.load()) asio::post(io, [this, &p, why, tell] { lose_peer(p, why, tell); });
-    else fail(why);
-}
-
-/// Any thread: as fail_peer.
-TYPEFLOW_DIST_DECL void transport_impl::fail_peer_any(peer_state& p, const std::string& why, bool tell) {
     if (p.expendable.load()) asio::post(io, [this, &p, why, tell] { lose_peer(p, why, tell); });
     else fail_any(why);
 }
@@ -263,7 +257,7 @@ TYPEFLOW_DIST_DECL void transport_impl::wait_timed_out(const req_state& r) {
         abort_from_caller(what);
         throw error(failure());
     }
-    fail_peer_any(p, what, false);
+    fail_peer(p, what, false);
     {
         std::unique_lock lk(mu);
         ++waiting;

@@ -303,7 +303,6 @@ struct transport_impl {
     std::string failure();
     void peer_lost(peer_state& p, const error_code& ec);
     void fail_peer(peer_state& p, const std::string& why, bool tell);
-    void fail_peer_any(peer_state& p, const std::string& why, bool tell);
     void lose_peer(peer_state& p, const std::string& why, bool tell);
     void fail_peer_requests(peer_state& p);
     void note_unsent(peer_state& p, const std::shared_ptr<req_state>& r);
@@ -334,7 +333,7 @@ struct transport_impl {
     void watch(peer_state& p);
     void unwatch(peer_state& p);
     rx rx_lost(peer_state& p, const error_code& ec, bool on_io);
-    rx rx_fail(peer_state& p, const std::string& why, bool on_io, bool tell = true);
+    rx rx_fail(peer_state& p, const std::string& why, bool tell = true);
     static bool same_op(const frame_header& a, const frame_header& b);
     static std::string mismatch(const peer_state& p, const frame_header& want, const frame_header& got);
     rx begin_frame(peer_state& p, bool on_io);

@@ -48,10 +48,9 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_lost(peer_state& p, con
 }
 
 /// The reader found `why` wrong with p's frames (`tell`: worth telling p).
-TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool on_io, bool tell) {
+TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::rx_fail(peer_state& p, const std::string& why, bool tell) {
     p.rx_closed.store(true);
-    if (on_io) fail_peer(p, why, tell);
-    else asio::post(io, [this, &p, why, tell] { fail_peer(p, why, tell); });
+    fail_peer(p, why, tell);
     return rx::stop;
 }
 
@@ -91,11 +90,10 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::begin_frame(peer_state& p,
         p.rx_mode = rx_mode_ctl;
         return rx::again;
     case frame_type::data: break;
-    default: return rx_fail(p, p.name + " sent an unexpected " + std::string(name_of(h.type)) + " frame", on_io);
+    default: return rx_fail(p, p.name + " sent an unexpected " + std::string(name_of(h.type)) + " frame");
     }
     if (!epoch_known || h.epoch != epoch)
-        return rx_fail(p, p.name + " sent data of epoch " + std::to_string(h.epoch) + ", current epoch " + std::to_string(epoch),
-                       on_io);
+        return rx_fail(p, p.name + " sent data of epoch " + std::to_string(h.epoch) + ", current epoch " + std::to_string(epoch));
     std::unique_lock lk(rq_mu);
     if (p.unexpected.empty() && !p.recvq.empty() && writable(*p.recvq.front())) {
         // While this frame is read in place, `unexpected` stays empty
@@ -105,7 +103,7 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::begin_frame(peer_state& p,
         if (!same_op(req->h, h)) {
             const std::string why = mismatch(p, req->h, h);
             lk.unlock();
-            return rx_fail(p, why, on_io);
+            return rx_fail(p, why);
         }
         p.rx_req = req;
         p.rx_dst = static_cast<std::byte*>(req->dst);
@@ -154,7 +152,7 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::end_frame(peer_state& p, b
         if (p.rx_h.type == frame_type::abort)
             return rx_fail(p, "aborted by " + p.name + ": " +
                                   std::string(reinterpret_cast<const char*>(p.rx_ctl.data()), p.rx_ctl.size()),
-                           on_io, false);
+                           false);
         if (on_io) on_control(p, p.rx_ctl);
         else asio::post(io, [this, &p, m = p.rx_ctl] { on_control(p, m); });
         if (failing) return rx::stop;
@@ -182,7 +180,7 @@ TYPEFLOW_DIST_DECL transport_impl::rx transport_impl::pump(peer_state& p, bool o
             if (p.st_end - p.st_beg >= frame_header_size) {
                 auto res = parse_header(st + p.st_beg, opt.max_frame_bytes);
                 p.st_beg += frame_header_size;
-                if (!res.ok) return rx_fail(p, p.name + " sent a bad frame: " + res.reason, on_io);
+                if (!res.ok) return rx_fail(p, p.name + " sent a bad frame: " + res.reason);
                 p.rx_h = res.header;
                 const rx k = begin_frame(p, on_io);
                 if (k != rx::again) return k;
@@ -381,7 +379,7 @@ TYPEFLOW_DIST_DECL void transport_impl::deliver(peer_state& p) {
         auto req = p.recvq.front();
         auto& u = p.unexpected.front();
         if (!same_op(req->h, u.h))
-            return fail_peer_any(p, mismatch(p, req->h, u.h), true);
+            return fail_peer(p, mismatch(p, req->h, u.h), true);
         if (!writable(*req)) {
             delivery_blocked.store(true);
             return;

@@ -99,7 +99,7 @@ TYPEFLOW_DIST_DECL bool transport_impl::caller_write(peer_state& p, req_state& r
         if (i > 64) {
             if (clock::now() >= deadline) {
                 release();
-                fail_peer_any(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
+                fail_peer(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
                 return false;
             }
             std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -195,7 +195,7 @@ TYPEFLOW_DIST_DECL bool transport_impl::write_frame(peer_state& p, req_state& r,
         for (;;) {
             if (failed.load() || p.lost.load()) return give_up();
             if (clock::now() >= deadline) {
-                fail_peer_any(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
+                fail_peer(p, "timed out sending " + describe(r.h) + " to " + p.name, false);
                 return give_up();
             }
             pollfd pf[max_poll];
