@@ -702,6 +702,10 @@ TEST_CASE("a tolerated peer that aborts is dropped alone: its requests throw pee
         ts[0]->wait(r2, soon());
         CHECK(w == 40 + k);
     }
+    // worker:1 has nothing pending from worker:2: it learns of the abort when its I/O thread reads it
+    for (auto until = clock_type::now() + 10s; !ts[1]->lost(2) && clock_type::now() < until;)
+        std::this_thread::sleep_for(5ms);
+    CHECK(ts[1]->lost(2));
     INFO(logs.all());
     CHECK(logs.contains("worker:0: dropped worker:2"));
     CHECK(logs.contains("worker:1: dropped worker:2"));

@@ -171,9 +171,10 @@ TYPEFLOW_DIST_DECL void transport_impl::lose_peer(peer_state& p, const std::stri
         std::lock_guard lk(mu);
         p.lost_why = why;
     }
+    // logged before the flag is set: whoever sees lost(rank) also finds the log line
+    log(log_level::warning, spec.task.name() + ": dropped " + p.name + ", going on without it: " + why);
     p.lost.store(true);
     p.rx_closed.store(true);
-    log(log_level::warning, spec.task.name() + ": dropped " + p.name + ", going on without it: " + why);
     if (p.sock && !p.fd_closed.load()) {
         if (tell && !p.writing && !p.abort_sent && !p.write_broken.load() && p.wmu.try_lock()) {
             const auto b = abort_frame(why);
