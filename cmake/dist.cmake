@@ -90,6 +90,15 @@ foreach(_n 1 2 3 4)
            COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_mirrored_test> ${_batch} 20)
   set_tests_properties(dist.mirrored.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# fit() with the mirrored strategy (a Keras-style model compiled with
+# dist::mirrored(comm, optimizer)): 1 to 4 tasks, a global batch of 12.
+add_executable(dist_fit_mirrored_test ${_td}/fit_mirrored_test.cpp)
+target_link_libraries(dist_fit_mirrored_test PRIVATE typeflow_dist typeflow_io)
+foreach(_n 1 2 3 4)
+  add_test(NAME dist.fit_mirrored.np${_n}
+           COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_fit_mirrored_test> 6)
+  set_tests_properties(dist.fit_mirrored.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
+endforeach()
 # Parameter servers (distributed/parameter_server.hpp): 2 ps tasks with 2 and 3 workers.
 add_executable(dist_ps_test ${_td}/ps_test.cpp)
 target_link_libraries(dist_ps_test PRIVATE typeflow_dist)

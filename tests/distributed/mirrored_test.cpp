@@ -36,15 +36,7 @@ using tfd_test::fill_rows;
 using tfd_test::init;
 using tfd_test::max_rel_diff;
 using tfd_test::mlp_loss;
-template <class V>
-bool bits_agree(tfd::collective& c, const V& v) {
-    using T = tf::value_type_t<V>;
-    const auto& t = v.value();
-    std::vector<T> hi(t.data(), t.data() + t.size()), lo = hi;
-    c.all_reduce(std::span<T>(hi), tfd::reduce_op::max);
-    c.all_reduce(std::span<T>(lo), tfd::reduce_op::min);
-    return hi == lo;
-}
+using tfd_test::bits_agree;
 template <class T, tf::fixed_string P, class Opt>
 void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const char* what, bool one_empty,
            tfd::mirrored_options o = {}, std::size_t buckets = 2) {

@@ -1,12 +1,15 @@
 #pragma once
 // What the data-parallel training tests share (mirrored_test.cpp,
-// ps_test.cpp): a failure counter, the planted data set, deterministic
-// initial values, the MLP and a weight comparison.
+// ps_test.cpp, recovery_test.cpp, fit_mirrored_test.cpp): a failure
+// counter, the planted data set, deterministic initial values, the MLP and
+// weight comparisons.
+#include <typeflow/dist.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,19 @@ inline void init(V& v, double salt) {
     auto& t = v.value();
     for (tf::index_t i = 0; i < t.size(); ++i)
         t[i] = static_cast<tf::value_type_t<V>>(0.4 * std::sin(1.7 * static_cast<double>(i) + 0.9 * salt + 0.3));
+}
+// True when every task of c holds the same bits in each of the variables vs.
+template <class... V>
+bool bits_agree(typeflow::dist::collective& c, const V&... vs) {
+    const auto one = [&](const auto& v) {
+        using T = tf::value_type_t<std::remove_cvref_t<decltype(v)>>;
+        const auto& t = v.value();
+        std::vector<T> hi(t.data(), t.data() + t.size()), lo = hi;
+        c.all_reduce(std::span<T>(hi), typeflow::dist::reduce_op::max);
+        c.all_reduce(std::span<T>(lo), typeflow::dist::reduce_op::min);
+        return hi == lo;
+    };
+    return (one(vs) && ...);
 }
 template <class A, class B>
 double max_rel_diff(const A& a, const B& b) {

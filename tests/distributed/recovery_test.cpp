@@ -148,14 +148,7 @@ int ps_main(const std::string& dir, int steps, const std::string& kill, int atte
     return tfd_test::failures == 0 ? 0 : 1;
 }
 
-template <class V>
-bool bits_agree(tfd::collective& c, const V& v) {
-    const auto& t = v.value();
-    std::vector<double> hi(t.data(), t.data() + t.size()), lo = hi;
-    c.all_reduce(std::span<double>(hi), tfd::reduce_op::max);
-    c.all_reduce(std::span<double>(lo), tfd::reduce_op::min);
-    return hi == lo;
-}
+using tfd_test::bits_agree;
 
 int mirrored_main(const std::string& dir, int steps, const std::string& kill, int attempt) {
     int kill_rank = -1, kill_step = -1;

@@ -12,6 +12,7 @@
 //     auto step = strategy.minimize(loss);        // or minimize(loss, vars...)
 //     step.broadcast_variables();                 // the chief's initial values everywhere
 //     for (...) double l = step.run(s, tf::feed(x, my_rows), tf::feed(y, my_labels));
+#include <array>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -72,7 +73,8 @@ struct mirrored_comm {
     };
     collective* comm = nullptr;
     std::vector<float> floats;
-    std::vector<double> doubles;  // [0] the loss times the examples, [1] the examples, then gradients
+    std::vector<double> doubles;  // [0] the loss times the examples, [1] the examples, [2, 2 + E) the metrics
+                                  // times the examples, then gradients
     std::vector<bucket> buckets;  // in the order of their all_reduce; bucket 0 is the loss and example count
 
     std::mutex mu;
@@ -170,10 +172,12 @@ private:
 }  // namespace detail
 
 /// One training step of a mirrored strategy over the variables Vs...
-/// (see mirrored_strategy::minimize).
-template <class Loss, class Fetch, class Apply, class... Vs>
+/// (see mirrored_strategy::minimize), reporting the scalar metrics in the
+/// std::tuple Metrics.
+template <class Loss, class Metrics, class Fetch, class Apply, class... Vs>
 class mirrored_step {
     static constexpr std::size_t N = sizeof...(Vs);
+    static constexpr std::size_t E = std::tuple_size_v<Metrics>;
 
 public:
     using loss_type = value_type_t<Loss>;
@@ -213,7 +217,7 @@ public:
         st.begin_step();
         try {
             if (count > 0) {
-                // fetch 0 is the loss, fetch j >= 1 the gradient of variable N - j
+                // fetch 0 is the loss, 1..E the metrics, then the gradients from the last variable's
                 s.run_streaming(fetch_, [&](std::size_t k, const void* data) { on_ready(k, data, count); }, feeds...);
             } else {  // zeros, not the NaN of a mean over no examples
                 std::fill(st.floats.begin(), st.floats.end(), 0.0f);
@@ -228,9 +232,15 @@ public:
         return apply(s);
     }
 
+    /// The metrics of the last run (minimize_reporting's), each its mean over
+    /// every task's examples: the same on every task.
+    const std::array<double, E>& metrics() const noexcept { return metrics_; }
+    /// The examples of the last run, summed over every task.
+    double examples() const noexcept { return st_->doubles[1]; }
+
     /// Copies the values of every variable this step trains from task `root`
     /// to every task (start training from one set of initial values).
-    void broadcast_variables(int root = 0) {
+    void broadcast_variables(int root = 0) const {
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             (broadcast_one(typeflow::detail::get_child<K>(vars_), root), ...);
         }(std::index_sequence_for<Vs...>{});
@@ -252,8 +262,8 @@ private:
         detail::mirrored_comm& st = *st_;
         constexpr bool floats[N] = {is_float<Vs>...};
         constexpr std::size_t sizes[N] = {shape_t<Vs>::numel...};
-        st.buckets.push_back({false, 0, 2, 1, 1});
-        std::size_t nf = 0, nd = 2;
+        st.buckets.push_back({false, 0, 2 + E, 1 + E, 1 + E});
+        std::size_t nf = 0, nd = 2 + E;
         std::size_t open[2] = {~std::size_t{0}, ~std::size_t{0}};  // the bucket being filled, per dtype
         for (std::size_t j = N; j-- > 0;) {
             const bool f = floats[j];
@@ -282,19 +292,25 @@ private:
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             s.run(apply_, grad_feed<Vs>(at_[K])...);
         }(std::index_sequence_for<Vs...>{});
+        for (std::size_t i = 0; i < E; ++i) metrics_[i] = st.doubles[2 + i] / total;
         return static_cast<loss_type>(st.doubles[0] / total);
     }
 
-    // fetch k of this task's run, times its examples, into its bucket;
-    // returns the bucket when that was its last gradient
+    // fetch k of this task's run (0 the loss, 1..E the metrics, then the
+    // gradients from the last variable's), times its examples, into its
+    // bucket; returns the bucket when that was its last value
     std::size_t pack_one(std::size_t k, const void* data, double count) {
         detail::mirrored_comm& st = *st_;
-        if (k == 0) {
-            st.doubles[0] = static_cast<double>(*static_cast<const loss_type*>(data)) * count;
-            st.doubles[1] = count;
-            return 0;
+        if (k <= E) {
+            if (k == 0) {
+                st.doubles[0] = static_cast<double>(*static_cast<const loss_type*>(data)) * count;
+                st.doubles[1] = count;
+            } else {
+                st.doubles[1 + k] = metric_value(k - 1, data, std::make_index_sequence<E>{}) * count;
+            }
+            return --st.buckets[0].pending == 0 ? 0 : ~std::size_t{0};
         }
-        const std::size_t j = N - k;
+        const std::size_t j = N - (k - E);
         pack_dispatch(j, data, count, std::index_sequence_for<Vs...>{});
         return --st.buckets[bucket_of_[j]].pending == 0 ? bucket_of_[j] : ~std::size_t{0};
     }
@@ -302,6 +318,13 @@ private:
         if (const std::size_t b = pack_one(k, data, count); b != ~std::size_t{0}) st_->mark_ready(b);
     }
 
+    template <std::size_t... I>
+    static double metric_value(std::size_t i, const void* data, std::index_sequence<I...>) {
+        double v = 0;
+        ((I == i ? (v = static_cast<double>(*static_cast<const value_type_t<std::tuple_element_t<I, Metrics>>*>(data)), 0) : 0),
+         ...);
+        return v;
+    }
     template <std::size_t... K>
     void pack_dispatch(std::size_t j, const void* data, double count, std::index_sequence<K...>) {
         ((K == j ? pack<value_type_t<Vs>>(data, shape_t<Vs>::numel, at_[K], count) : void()), ...);
@@ -326,7 +349,7 @@ private:
         return feed(detail::mirrored_grad_t<V>{}, tensor_view<const T>{p, shape_t<V>::value});
     }
     template <class V>
-    void broadcast_one(const V& v, int root) {
+    void broadcast_one(const V& v, int root) const {
         tensor<value_type_t<V>>& t = const_cast<V&>(v).value();
         st_->comm->broadcast(std::span<value_type_t<V>>(t.data(), static_cast<std::size_t>(t.size())), root);
     }
@@ -337,6 +360,7 @@ private:
     std::size_t at_[N] = {};         // each gradient's first element in its dtype's buffer
     std::size_t bucket_of_[N] = {};  // and its bucket
     bool overlap_ = true;
+    std::array<double, E> metrics_{};
     std::unique_ptr<detail::mirrored_comm> st_;
 };
 
@@ -352,30 +376,39 @@ public:
     /// loss reaches when none are given): a mirrored_step to run.
     template <expression L, variable_c... Vs>
     auto minimize(const L& loss, const Vs&... vars) const {
-        return make_step(loss, opt_.compute_gradients(loss, vars...));
+        return make_step(loss, std::tuple<>{}, opt_.compute_gradients(loss, vars...));
+    }
+    /// The same, also averaging the scalar expressions in the tuple `metrics`
+    /// (accuracy, say) over every task's examples in the same all_reduce as
+    /// the loss: the step's metrics() after each run.
+    template <expression L, class... M, variable_c... Vs>
+    auto minimize_reporting(const L& loss, const std::tuple<M...>& metrics, const Vs&... vars) const {
+        static_assert(((shape_t<M>::numel == 1) && ...), "typeflow: mirrored: every metric must be a scalar");
+        return make_step(loss, metrics, opt_.compute_gradients(loss, vars...));
     }
 
     const Opt& optimizer() const noexcept { return opt_; }
 
 private:
-    template <class L, class... P>
-    auto make_step(const L& loss, const train::grads_and_vars<P...>& gv) const {
+    template <class L, class M, class... P>
+    auto make_step(const L& loss, const M& metrics, const train::grads_and_vars<P...>& gv) const {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
             using Vars = meta::list<std::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
-            return make_step_of(loss, gv, Vars{}, std::index_sequence<K...>{});
+            return make_step_of(loss, metrics, gv, Vars{}, std::index_sequence<K...>{});
         }(std::index_sequence_for<P...>{});
     }
-    template <class L, class... P, class... Vs, std::size_t... K>
-    auto make_step_of(const L& loss, const train::grads_and_vars<P...>& gv, meta::list<Vs...>,
+    template <class L, class M, class... P, class... Vs, std::size_t... K>
+    auto make_step_of(const L& loss, const M& metrics, const train::grads_and_vars<P...>& gv, meta::list<Vs...>,
                       std::index_sequence<K...>) const {
         // (variables of other dtypes are refused by the optimizer's own check first)
         static_assert(shape_t<L>::numel == 1, "typeflow: mirrored: the loss must be a scalar");
         // the gradients from the last variable to the first: the node order
         // follows the fetch list, so the last layers' finish first
-        auto fetch_all = fetch(loss, gv.template get<sizeof...(K) - 1 - K>().grad...);
+        auto fetch_all = std::apply(
+            [&](const auto&... m) { return fetch(loss, m..., gv.template get<sizeof...(K) - 1 - K>().grad...); }, metrics);
         auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>...>(
             train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>{detail::mirrored_grad_t<Vs>{}, gv.template get<K>().var}...));
-        return mirrored_step<L, decltype(fetch_all), decltype(apply), Vs...>(*comm_, std::move(fetch_all), std::move(apply),
+        return mirrored_step<L, M, decltype(fetch_all), decltype(apply), Vs...>(*comm_, std::move(fetch_all), std::move(apply),
                                                                            options_, gv.template get<K>().var...);
     }
 
@@ -386,8 +419,39 @@ private:
 
 /// mirrored(comm, optimizer[, options]): see mirrored_strategy.
 template <class Opt>
+    requires requires { typename Opt::learning_rate_type; }
 mirrored_strategy<Opt> mirrored(collective& comm, Opt opt, mirrored_options o = {}) {
     return mirrored_strategy<Opt>(comm, std::move(opt), o);
+}
+
+/// A Keras-style optimizer (tf::optimizers::adam{}, ...) trained with the
+/// mirrored strategy: what compile() takes to make fit() data-parallel.
+///
+///     auto model = net.compile(loss, tfd::mirrored(comm, tf::optimizers::adam{}), tf::metrics::accuracy{});
+///     model.fit(train.shard(comm.size(), comm.rank()).batch(64 / comm.size()), {.epochs = 2});
+///
+/// Each task feeds its own examples; loss and metrics are averaged over every
+/// task's examples and the update is the same on every task. The first
+/// training step copies the chief's weights to every task.
+template <class Opt>
+struct mirrored_optimizer {
+    using strategy_tag = void;
+    collective* comm;
+    Opt optimizer;
+    mirrored_options options;
+    double learning_rate;  // the wrapped optimizer's: compile() reads it
+    /// The strategy over the optimizer with learning rate `lr`.
+    template <class LR>
+    auto make(const LR& lr) const {
+        return mirrored_strategy<decltype(optimizer.make(lr))>(*comm, optimizer.make(lr), options);
+    }
+};
+/// mirrored(comm, keras_optimizer[, options]): see mirrored_optimizer.
+template <class Opt>
+    requires(!requires { typename Opt::learning_rate_type; } && requires(const Opt& o) { o.learning_rate; })
+mirrored_optimizer<Opt> mirrored(collective& comm, Opt opt, mirrored_options o = {}) {
+    const double lr = static_cast<double>(opt.learning_rate);
+    return mirrored_optimizer<Opt>{&comm, std::move(opt), o, lr};
 }
 
 }  // namespace typeflow::dist

@@ -142,6 +142,11 @@ const auto& item(const X& x) {
 }
 // The labels' shape for output Out of loss L (a static member first: GCC 12
 // crashes on shape_from_dims<L::label_dims(...)> in a dependent context).
+/// An optimizer that trains through a distribution strategy
+/// (dist::mirrored(comm, optimizer)): its step is run with the session, not
+/// fetched, and reports the loss and metrics over every task's examples.
+template <class Opt>
+concept strategy_optimizer = requires { typename Opt::strategy_tag; };
 template <class L, class Out>
 struct label_shape {
     static constexpr dims value = L::label_dims(shape_t<Out>::value);
@@ -225,6 +230,7 @@ public:
     const label_placeholders& labels() const noexcept { return y_; }
     /// The training graph's total loss, its update op, and the inference outputs (a tuple).
     const auto& loss() const noexcept { return std::get<0>(g_); }
+    /// (With a strategy's optimizer, the strategy's step.)
     const auto& train_op() const noexcept { return std::get<1>(g_); }
     const auto& outputs() const noexcept { return std::get<4>(g_); }
     /// The names of the values train_on_batch, evaluate and fit log, in order:
@@ -361,10 +367,20 @@ private:
     static auto build(const Model& m, const label_placeholders& y, const learning_rate_variable& lr, const Opt& o,
                       const std::array<double, output_count>& w) {
         auto train = parts_and_metrics(m.outputs(training), y, w, outs);
-        auto step = o.make(lr).minimize(std::get<0>(train));
+        auto step = [&] {
+            if constexpr (detail::strategy_optimizer<Opt>) {
+                auto parts = [&] {
+                    if constexpr (output_count == 1) return std::tuple<>();
+                    else return std::get<1>(train);
+                }();
+                return o.make(lr).minimize_reporting(std::get<0>(train), std::tuple_cat(parts, std::get<2>(train)));
+            } else {
+                return o.make(lr).minimize(std::get<0>(train));
+            }
+        }();
         auto eval_outs = m.outputs(inference);
         auto eval = parts_and_metrics(eval_outs, y, w, outs);
-        return std::make_tuple(std::get<0>(train), step, std::get<1>(train), std::get<2>(train), eval_outs,
+        return std::make_tuple(std::get<0>(train), std::move(step), std::get<1>(train), std::get<2>(train), eval_outs,
                                std::get<0>(eval), std::get<1>(eval), std::get<2>(eval));
     }
     using graphs = decltype(build(std::declval<const Model&>(), std::declval<const label_placeholders&>(),
@@ -414,9 +430,24 @@ private:
     }
     template <class X, class Y>
     std::vector<double> train_step(const X& x, const Y& y) {
-        auto r = run_with(x, y, fetch_values(std::get<0>(g_), std::get<2>(g_), std::get<3>(g_), std::get<1>(g_)));
-        ++iterations_;
-        return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)> - 1>{});
+        if constexpr (detail::strategy_optimizer<Opt>) {
+            auto& step = std::get<1>(g_);
+            if (!synced_) step.broadcast_variables(), synced_ = true;  // the chief's weights everywhere
+            const double l = [&]<std::size_t... I, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<K...>) {
+                return static_cast<double>(step.run(*session_, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...,
+                                                    feed(std::get<K>(y_), detail::item<K>(y))...));
+            }(ins, outs);
+            ++iterations_;
+            last_examples_ = step.examples();
+            std::vector<double> v{l};
+            v.insert(v.end(), step.metrics().begin(), step.metrics().end());
+            return v;
+        } else {
+            auto r = run_with(x, y, fetch_values(std::get<0>(g_), std::get<2>(g_), std::get<3>(g_), std::get<1>(g_)));
+            ++iterations_;
+            last_examples_ = batch_of(x);
+            return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)> - 1>{});
+        }
     }
     template <class X, class Y>
     std::vector<double> test_step(const X& x, const Y& y) {
@@ -433,9 +464,17 @@ private:
         return s;
     }
     io::saver checkpoint_saver(std::size_t keep) const {
-        io::saver s(io::saver_options{.max_to_keep = keep}, train_op());
-        s.add(lr_);
-        return s;
+        if constexpr (detail::strategy_optimizer<Opt>) {
+            // the update holds the trained variables and the slots; the outputs the rest (moving statistics)
+            io::saver s(io::saver_options{.max_to_keep = keep}, train_op().apply_op());
+            std::apply([&](const auto&... o) { (s.add(o), ...); }, outputs());
+            s.add(lr_);
+            return s;
+        } else {
+            io::saver s(io::saver_options{.max_to_keep = keep}, train_op());
+            s.add(lr_);
+            return s;
+        }
     }
 
     template <class DS, class VDS>
@@ -458,7 +497,8 @@ private:
             for (auto&& e : ds) {
                 logs bl;
                 for (auto& c : cbs) c->on_train_batch_begin(batch, bl);
-                r.add(train_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
+                const auto v = train_step(std::get<0>(e), std::get<1>(e));
+                r.add(v, last_examples_);  // every task's examples with a strategy
                 for (std::size_t i = 0; i < names_.size(); ++i) bl.set(names_[i], r.mean(i));
                 for (auto& c : cbs) c->on_train_batch_end(batch, bl);
                 ++batch;
@@ -486,6 +526,8 @@ private:
     std::unique_ptr<session> session_;
     std::vector<std::string> names_;
     std::int64_t iterations_ = 0;
+    double last_examples_ = 0;  // of the last training step (every task's with a strategy)
+    bool synced_ = false;       // a strategy's first step has broadcast the chief's weights
 };
 
 /// Keras' model.compile(loss, optimizer, metrics): the compiled model.
