@@ -170,6 +170,18 @@ add_test(NAME docs.readme_in_sync.dist_iris_ps
                  -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
 set_tests_properties(docs.readme_in_sync.dist_iris_ps PROPERTIES LABELS "dist;docs")
 
+# The README's fit() example: a Keras-style model on iris, the mirrored
+# strategy on 2 tasks.
+add_executable(dist_iris_fit_mirrored ${TYPEFLOW_DIST_DIR}/examples/distributed/iris_fit_mirrored.cpp)
+target_link_libraries(dist_iris_fit_mirrored PRIVATE typeflow_dist typeflow_io)
+target_compile_definitions(dist_iris_fit_mirrored PRIVATE TYPEFLOW_EXAMPLE_DATA_DIR="${TYPEFLOW_DIST_DIR}/examples/data")
+add_test(NAME dist.example.iris_fit_mirrored COMMAND typeflow-launch -n 2 --timeout 60 $<TARGET_FILE:dist_iris_fit_mirrored>)
+set_tests_properties(dist.example.iris_fit_mirrored PROPERTIES TIMEOUT 90 LABELS "dist;example")
+add_test(NAME docs.readme_in_sync.dist_iris_fit_mirrored
+         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/iris_fit_mirrored.cpp
+                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
+set_tests_properties(docs.readme_in_sync.dist_iris_fit_mirrored PROPERTIES LABELS "dist;docs")
+
 # Separate compilation: TYPEFLOW_SEPARATE_COMPILATION in every file, the
 # layer's code compiled once in src.cpp (typeflow/distributed/src.hpp); main.cpp
 # sees only the headers (it fails to compile if they pull in Asio) and runs
