@@ -217,6 +217,19 @@ if(TYPEFLOW_CLANGXX)
             sh -c "rm -rf fuzz-frame-new && mkdir -p fuzz-frame-new && exec ${_fz} -seed=1 -max_total_time=${TYPEFLOW_DIST_FUZZ_SECONDS} -print_final_stats=1 fuzz-frame-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_frame"
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
+  # the parameter server's checks of requests, row ids and push heads
+  set(_fzp ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_ps)
+  add_custom_command(OUTPUT ${_fzp}
+    COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_ps.cpp -o ${_fzp}
+    DEPENDS ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_ps.cpp ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/ps_messages.hpp
+    COMMENT "Building libFuzzer target dist_fuzz_ps with clang")
+  add_custom_target(dist_fuzz_ps ALL DEPENDS ${_fzp})
+  add_test(NAME dist.fuzz.ps
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+            sh -c "rm -rf fuzz-ps-new && mkdir -p fuzz-ps-new && exec ${_fzp} -seed=1 -max_total_time=10 -print_final_stats=1 fuzz-ps-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_ps"
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(dist.fuzz.ps PROPERTIES TIMEOUT 60 LABELS "dist;fuzz")
 endif()
 
 # Every public header compiles on its own (and twice: include guards), both

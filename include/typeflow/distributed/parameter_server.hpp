@@ -47,6 +47,7 @@
 #include <typeflow/distributed/example_count.hpp>
 #include <typeflow/distributed/frame.hpp>
 #include <typeflow/distributed/placement.hpp>
+#include <typeflow/distributed/ps_messages.hpp>
 #include <typeflow/distributed/transport.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/gather.hpp>
@@ -151,9 +152,6 @@ auto ps_apply_grad(const V& v) {
     if constexpr (ps_pairs<G, V>() > 0) return typeflow::indexed_slices<0>(v, ps_rows_t<V>{}, ps_ids_t<V>{});
     else return (void)v, ps_grad_t<V>{};
 }
-
-/// What a worker asks of the ps tasks.
-enum class ps_request : std::int64_t { done = 0, step = 1, pull = 2 };
 
 /// The peers of a ps strategy: the ranks of the ps tasks and of the workers
 /// (chief included). Its frames carry seq 0: the order of the protocol, the
@@ -364,6 +362,9 @@ public:
         mine_.clear();
         for (std::size_t i = 0; i < P::shard_count; ++i)
             if (P::shards[i].ps == me_) mine_.push_back(i);
+        tables_.clear();
+        for (std::size_t i : mine_)
+            if (sparse_shard(i)) tables_.push_back({P::shards[i].row_begin, P::shards[i].row_end});
         prepare_ps_buffers();
         step_ = hooks_.on_serve ? hooks_.on_serve(s) : 0;
         tolerant_ = mode == ps_mode::async || backup_workers > 0;
@@ -451,59 +452,22 @@ private:
         return at;
     }
 
-    // a request's fingerprint, kind and row counts, checked; throws (after failing the cluster) when wrong
+    // a request's fingerprint, kind and row counts, checked (ps_messages.hpp); refused when wrong
     detail::ps_request check_request(std::size_t w) {
-        const std::vector<std::int64_t>& req = wreq_[w];
-        const auto kind = static_cast<detail::ps_request>(req[0]);
-        const auto fp = static_cast<std::uint64_t>(req[1]);
-        const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
-        if (fp != fingerprint)
-            refuse(w, who + " runs a different model: fingerprint " + hex(fp) + ", this ps (" + ch_.t->spec().task.name() +
-                   ") has " + hex(fingerprint));
-        if (kind != detail::ps_request::step && kind != detail::ps_request::pull && kind != detail::ps_request::done)
-            refuse(w, who + " sent an unknown request " + std::to_string(req[0]));
-        wkind_[w] = kind;
-        wids_at_[w].assign(1, 0);
-        for (std::size_t i : mine_)
-            if (sparse_shard(i)) {
-                const std::int64_t n = req[2 + sparse_slot(i)];
-                const std::int64_t rows = P::shards[i].row_end - P::shards[i].row_begin;
-                const bool ok = kind == detail::ps_request::done ? n == 0
-                                : kind == detail::ps_request::pull ? n == -1
-                                                                   : n >= 0 && n <= rows;
-                if (!ok) refuse(w, who + " asked for " + std::to_string(n) + " rows of a shard of " + std::to_string(rows));
-                wids_at_[w].push_back(wids_at_[w].back() + static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
-            }
-        return kind;
+        const std::string why = detail::ps_check_request(wreq_[w], fingerprint, tables_, ch_.t->spec().task.name(), wkind_[w],
+                                                         wids_at_[w]);
+        if (!why.empty()) refuse(w, "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + why);
+        return wkind_[w];
     }
     // the row ids a request announced, once received: increasing, inside their shards
     void check_ids(std::size_t w) {
-        std::size_t slot = 0;
-        for (std::size_t i : mine_)
-            if (sparse_shard(i)) {
-                const std::int64_t* ids = wids_[w].data();
-                std::int64_t prev = P::shards[i].row_begin - 1;
-                for (std::size_t j = wids_at_[w][slot]; j < wids_at_[w][slot + 1]; ++j) {
-                    if (!(ids[j] > prev && ids[j] < P::shards[i].row_end))
-                        refuse(w, "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + " asked for row " +
-                               std::to_string(ids[j]) + ", not increasing or outside its shard [" +
-                               std::to_string(P::shards[i].row_begin) + ", " + std::to_string(P::shards[i].row_end) + ")");
-                    prev = ids[j];
-                }
-                ++slot;
-            }
+        const std::string why = detail::ps_check_ids(wids_[w], wids_at_[w], tables_);
+        if (!why.empty()) refuse(w, "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + why);
     }
-    // a push's head {examples, loss * examples, step}: examples neither
-    // negative nor NaN; the step one this ps has given out (any earlier one
-    // when `earlier_ok`, else the current one)
+    // a push's head {examples, loss * examples, step}: see ps_check_head
     void check_head(std::size_t w, const double* head, bool earlier_ok) {
-        const std::string who = "parameter servers: " + ch_.t->peer_name(ch_.workers[w]);
-        if (!(head[0] >= 0)) refuse(w, who + " pushed " + std::to_string(head[0]) + " examples");
-        const double step = head[2];
-        if (!(step >= 0 && step <= static_cast<double>(step_) && step == std::floor(step)) ||
-            (!earlier_ok && step != static_cast<double>(step_)))
-            refuse(w, who + " pushed gradients of step " + std::to_string(step) + ", this ps (" + ch_.t->spec().task.name() +
-                   ") is at step " + std::to_string(step_));
+        const std::string why = detail::ps_check_head(head, step_, earlier_ok, ch_.t->spec().task.name());
+        if (!why.empty()) refuse(w, "parameter servers: " + ch_.t->peer_name(ch_.workers[w]) + why);
     }
     // worker w sent something wrong: drops it (it learns why) and throws
     // peer_lost when workers may be lost, else fails the cluster (every
@@ -701,11 +665,6 @@ private:
 
     template <std::size_t K>
     using var_t = std::tuple_element_t<K, std::tuple<Vs...>>;
-    static std::string hex(std::uint64_t v) {
-        char b[19];
-        std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-        return b;
-    }
     // the shard's first element and element count in its variable
     static constexpr std::size_t shard_at(std::size_t i) {
         const placed_shard& s = P::shards[i];
@@ -1055,6 +1014,7 @@ private:
     // ps
     int me_ = -1;
     std::vector<std::size_t> mine_;  // the shards this ps holds
+    std::vector<detail::ps_rows> tables_;  // the rows of its embedding-table shards, in slot order
     std::int64_t step_ = 0;          // updates applied
     std::uint64_t stale_ = 0;        // stale pushes dropped
     std::uint64_t lost_ = 0;         // workers gone while served
