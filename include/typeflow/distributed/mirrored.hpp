@@ -238,6 +238,15 @@ public:
     /// The examples of the last run, summed over every task.
     double examples() const noexcept { return st_->doubles[1]; }
 
+    /// True when `mine` is true on any task (one small all_reduce; every task
+    /// must call it): how tasks whose data ran out keep stepping, with no
+    /// examples, until every task's has (fit() calls it before each step).
+    bool any_task(bool mine) const {
+        std::int32_t v = mine ? 1 : 0;
+        st_->comm->all_reduce(std::span<std::int32_t>(&v, 1), reduce_op::max);
+        return v != 0;
+    }
+
     /// Copies the values of every variable this step trains from task `root`
     /// to every task (start training from one set of initial values).
     void broadcast_variables(int root = 0) const {

@@ -449,6 +449,24 @@ private:
             return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)> - 1>{});
         }
     }
+    // a batch of no examples for every input and label (a task whose data ran out)
+    template <class Ph>
+    static auto empty_of() {
+        dims d = shape_t<Ph>::value;
+        for (std::size_t k = 0; k < d.rank; ++k)
+            if (d.d[k] == dyn) d.d[k] = 0;
+        return tensor<value_type_t<Ph>>(d);
+    }
+    static auto empty_inputs() {
+        return [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return std::make_tuple(empty_of<std::tuple_element_t<I, input_placeholders>>()...);
+        }(ins);
+    }
+    static auto empty_labels() {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+            return std::make_tuple(empty_of<std::tuple_element_t<K, label_placeholders>>()...);
+        }(outs);
+    }
     template <class X, class Y>
     std::vector<double> test_step(const X& x, const Y& y) {
         auto r = run_with(x, y, fetch_values(std::get<5>(g_), std::get<6>(g_), std::get<7>(g_)));
@@ -494,15 +512,35 @@ private:
             for (auto& c : cbs) c->on_epoch_begin(epoch, l);
             detail::running_means r;
             int batch = 0;
-            for (auto&& e : ds) {
+            const auto one = [&](auto&& step) {
                 logs bl;
                 for (auto& c : cbs) c->on_train_batch_begin(batch, bl);
-                const auto v = train_step(std::get<0>(e), std::get<1>(e));
-                r.add(v, last_examples_);  // every task's examples with a strategy
+                r.add(step(), last_examples_);  // every task's examples with a strategy
                 for (std::size_t i = 0; i < names_.size(); ++i) bl.set(names_[i], r.mean(i));
                 for (auto& c : cbs) c->on_train_batch_end(batch, bl);
                 ++batch;
-                if (stop_training) break;
+            };
+            if constexpr (detail::strategy_optimizer<Opt>) {
+                // every task steps until every task's data has run out: one
+                // whose data ran out first steps with no examples
+                auto it = std::ranges::begin(ds);
+                const auto end = std::ranges::end(ds);
+                for (;;) {
+                    const bool mine = it != end;
+                    if (!std::get<1>(g_).any_task(mine)) break;
+                    if (mine) {
+                        one([&] { return train_step(std::get<0>(*it), std::get<1>(*it)); });
+                        ++it;
+                    } else {
+                        one([&] { return train_step(empty_inputs(), empty_labels()); });
+                    }
+                    if (stop_training) break;
+                }
+            } else {
+                for (auto&& e : ds) {
+                    one([&] { return train_step(std::get<0>(e), std::get<1>(e)); });
+                    if (stop_training) break;
+                }
             }
             l.clear();
             for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
