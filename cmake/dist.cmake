@@ -198,38 +198,35 @@ target_link_libraries(dist_bootstrap_test PRIVATE typeflow_dist)
 add_test(NAME dist.bootstrap.np16 COMMAND typeflow-launch -n 16 --timeout 30 $<TARGET_FILE:dist_bootstrap_test>)
 set_tests_properties(dist.bootstrap.np16 PROPERTIES TIMEOUT 60 LABELS dist)
 
-# libFuzzer target for the frame parser and the handshake (needs clang);
-# the test fuzzes for a bounded time from the seed corpus.
+# libFuzzer targets (need clang): the frame parser and handshake, the ps checks;
+# each test fuzzes for a bounded time from its seed corpus.
 find_program(TYPEFLOW_CLANGXX NAMES clang++ clang++-14)
 set(TYPEFLOW_DIST_FUZZ_SECONDS 20 CACHE STRING "Seconds the dist.fuzz.frame test fuzzes")
-if(TYPEFLOW_CLANGXX)
-  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_frame)
-  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz)
-  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*)
+# typeflow_dist_fuzz(<name> <seconds> <extra dependency> [link flags...]):
+# builds tests/fuzz/fuzz_<name>.cpp with clang as dist_fuzz_<name>, and the
+# test dist.fuzz.<name> fuzzes from tests/fuzz/corpus_<name> for <seconds>.
+function(typeflow_dist_fuzz name seconds dep)
+  set(_fz ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_${name})
+  set(_src ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_${name}.cpp)
   add_custom_command(OUTPUT ${_fz}
     COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-            -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp -lcrypto -o ${_fz}
-    DEPENDS ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_frame.cpp ${_dist_headers}
-    COMMENT "Building libFuzzer target dist_fuzz_frame with clang")
-  add_custom_target(dist_fuzz_frame ALL DEPENDS ${_fz})
-  add_test(NAME dist.fuzz.frame
+            -I${TYPEFLOW_DIST_DIR}/include ${_src} ${ARGN} -o ${_fz}
+    DEPENDS ${_src} ${dep}
+    COMMENT "Building libFuzzer target dist_fuzz_${name} with clang")
+  add_custom_target(dist_fuzz_${name} ALL DEPENDS ${_fz})
+  add_test(NAME dist.fuzz.${name}
     COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
-            sh -c "rm -rf fuzz-frame-new && mkdir -p fuzz-frame-new && exec ${_fz} -seed=1 -max_total_time=${TYPEFLOW_DIST_FUZZ_SECONDS} -print_final_stats=1 fuzz-frame-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_frame"
+            sh -c "rm -rf fuzz-${name}-new && mkdir -p fuzz-${name}-new && exec ${_fz} -seed=1 -max_total_time=${seconds} -print_final_stats=1 fuzz-${name}-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_${name}"
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-  set_tests_properties(dist.fuzz.frame PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
+  set_tests_properties(dist.fuzz.${name} PROPERTIES TIMEOUT 120 LABELS "dist;fuzz")
+endfunction()
+if(TYPEFLOW_CLANGXX)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz)
+  file(GLOB_RECURSE _dist_headers ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*)
+  # the frame parser and the handshake
+  typeflow_dist_fuzz(frame ${TYPEFLOW_DIST_FUZZ_SECONDS} "${_dist_headers}" -lcrypto)
   # the parameter server's checks of requests, row ids and push heads
-  set(_fzp ${CMAKE_CURRENT_BINARY_DIR}/dist_fuzz/dist_fuzz_ps)
-  add_custom_command(OUTPUT ${_fzp}
-    COMMAND ${TYPEFLOW_CLANGXX} -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-            -I${TYPEFLOW_DIST_DIR}/include ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_ps.cpp -o ${_fzp}
-    DEPENDS ${TYPEFLOW_DIST_DIR}/tests/fuzz/fuzz_ps.cpp ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/ps_messages.hpp
-    COMMENT "Building libFuzzer target dist_fuzz_ps with clang")
-  add_custom_target(dist_fuzz_ps ALL DEPENDS ${_fzp})
-  add_test(NAME dist.fuzz.ps
-    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
-            sh -c "rm -rf fuzz-ps-new && mkdir -p fuzz-ps-new && exec ${_fzp} -seed=1 -max_total_time=10 -print_final_stats=1 fuzz-ps-new ${TYPEFLOW_DIST_DIR}/tests/fuzz/corpus_ps"
-    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-  set_tests_properties(dist.fuzz.ps PROPERTIES TIMEOUT 60 LABELS "dist;fuzz")
+  typeflow_dist_fuzz(ps 10 ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/ps_messages.hpp)
 endif()
 
 # Every public header compiles on its own (and twice: include guards), both
