@@ -148,39 +148,29 @@ foreach(_n 2 4)
   set_tests_properties(dist.mirrored.mpirun.np${_n} PROPERTIES TIMEOUT 200 LABELS dist SKIP_RETURN_CODE 77)
 endforeach()
 
-# The README's distributed example: data-parallel least squares on 4 tasks.
-add_executable(dist_least_squares ${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp)
-target_link_libraries(dist_least_squares PRIVATE typeflow_dist)
-add_test(NAME dist.example.least_squares COMMAND typeflow-launch -n 4 --timeout 60 $<TARGET_FILE:dist_least_squares>)
-set_tests_properties(dist.example.least_squares PROPERTIES TIMEOUT 90 LABELS "dist;example")
-add_test(NAME docs.readme_in_sync.dist_least_squares
-         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/least_squares.cpp
-                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
-set_tests_properties(docs.readme_in_sync.dist_least_squares PROPERTIES LABELS "dist;docs")
-
-# The README's parameter-server example: an MLP on iris, 3 workers (one a
-# backup) and 2 ps tasks.
-add_executable(dist_iris_ps ${TYPEFLOW_DIST_DIR}/examples/distributed/iris_ps.cpp)
-target_link_libraries(dist_iris_ps PRIVATE typeflow_dist)
-target_compile_definitions(dist_iris_ps PRIVATE TYPEFLOW_EXAMPLE_DATA_DIR="${TYPEFLOW_DIST_DIR}/examples/data")
-add_test(NAME dist.example.iris_ps COMMAND typeflow-launch -n 3 --ps 2 --timeout 60 $<TARGET_FILE:dist_iris_ps>)
-set_tests_properties(dist.example.iris_ps PROPERTIES TIMEOUT 90 LABELS "dist;example")
-add_test(NAME docs.readme_in_sync.dist_iris_ps
-         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/iris_ps.cpp
-                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
-set_tests_properties(docs.readme_in_sync.dist_iris_ps PROPERTIES LABELS "dist;docs")
-
-# The README's fit() example: a Keras-style model on iris, the mirrored
-# strategy on 2 tasks.
-add_executable(dist_iris_fit_mirrored ${TYPEFLOW_DIST_DIR}/examples/distributed/iris_fit_mirrored.cpp)
-target_link_libraries(dist_iris_fit_mirrored PRIVATE typeflow_dist typeflow_io)
-target_compile_definitions(dist_iris_fit_mirrored PRIVATE TYPEFLOW_EXAMPLE_DATA_DIR="${TYPEFLOW_DIST_DIR}/examples/data")
-add_test(NAME dist.example.iris_fit_mirrored COMMAND typeflow-launch -n 2 --timeout 60 $<TARGET_FILE:dist_iris_fit_mirrored>)
-set_tests_properties(dist.example.iris_fit_mirrored PROPERTIES TIMEOUT 90 LABELS "dist;example")
-add_test(NAME docs.readme_in_sync.dist_iris_fit_mirrored
-         COMMAND ${CMAKE_COMMAND} -DSOURCE=${TYPEFLOW_DIST_DIR}/examples/distributed/iris_fit_mirrored.cpp
-                 -DREADME=${TYPEFLOW_DIST_DIR}/README.md -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
-set_tests_properties(docs.readme_in_sync.dist_iris_fit_mirrored PROPERTIES LABELS "dist;docs")
+# typeflow_dist_example(<name> "<launcher options>" [libraries...]): the
+# README's example examples/distributed/<name>.cpp built as dist_<name>, run
+# by dist.example.<name> under typeflow-launch, and the README's copy of it
+# checked by docs.readme_in_sync.dist_<name>.
+function(typeflow_dist_example name launch)
+  set(_src ${TYPEFLOW_DIST_DIR}/examples/distributed/${name}.cpp)
+  add_executable(dist_${name} ${_src})
+  target_link_libraries(dist_${name} PRIVATE typeflow_dist ${ARGN})
+  target_compile_definitions(dist_${name} PRIVATE TYPEFLOW_EXAMPLE_DATA_DIR="${TYPEFLOW_DIST_DIR}/examples/data")
+  separate_arguments(_opts UNIX_COMMAND "${launch}")
+  add_test(NAME dist.example.${name} COMMAND typeflow-launch ${_opts} --timeout 60 $<TARGET_FILE:dist_${name}>)
+  set_tests_properties(dist.example.${name} PROPERTIES TIMEOUT 90 LABELS "dist;example")
+  add_test(NAME docs.readme_in_sync.dist_${name}
+           COMMAND ${CMAKE_COMMAND} -DSOURCE=${_src} -DREADME=${TYPEFLOW_DIST_DIR}/README.md
+                   -P ${TYPEFLOW_DIST_DIR}/cmake/readme_sync.cmake)
+  set_tests_properties(docs.readme_in_sync.dist_${name} PROPERTIES LABELS "dist;docs")
+endfunction()
+# data-parallel least squares on 4 tasks
+typeflow_dist_example(least_squares "-n 4")
+# parameter servers: an MLP on iris, 3 workers (one a backup) and 2 ps tasks
+typeflow_dist_example(iris_ps "-n 3 --ps 2")
+# fit(): a Keras-style model on iris, the mirrored strategy on 2 tasks
+typeflow_dist_example(iris_fit_mirrored "-n 2" typeflow_io)
 
 # Separate compilation: TYPEFLOW_SEPARATE_COMPILATION in every file, the
 # layer's code compiled once in src.cpp (typeflow/distributed/src.hpp); main.cpp
