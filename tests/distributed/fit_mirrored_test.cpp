@@ -8,7 +8,8 @@
 // every epoch's loss and accuracy equal the reference's (summation order
 // apart), the final weights equal the reference's and are the same bits on
 // every task, the first step copies the chief's weights (each task starts
-// from its own), train_on_batch reports global figures, a checkpoint of the
+// from its own), evaluate over the tasks' shards gives the whole data set's
+// figures, train_on_batch reports global figures, a checkpoint of the
 // distributed model (optimizer slots included) restores bit-exactly, and a
 // functional model of two outputs logs the same per-output losses and
 // accuracy as single-process fit.
@@ -178,6 +179,13 @@ int main(int argc, char** argv) {
         expect(worst <= 1e-10, "weights differ from single-process fit by " + std::to_string(worst));
         expect(same, "the tasks' weights differ");
         expect(model.iterations() == epochs * steps_per_epoch, "steps: " + std::to_string(model.iterations()));
+
+        // evaluate: each task's shard, summed over every task: the whole data set's figures
+        const auto ev = model.evaluate(all.shard(tasks, rank).batch(5));
+        const auto evr = ref.evaluate(all.batch(global_batch));
+        const double worst_eval = std::max(std::fabs(ev.at("loss") - evr.at("loss")), std::fabs(ev.at("accuracy") - evr.at("accuracy")));
+        expect(worst_eval <= 1e-12, "evaluate over the tasks' shards differs from single-process evaluate by " +
+                                        std::to_string(worst_eval));
 
         // train_on_batch: the loss and accuracy of the global batch
         tf::tensor<double> bx({global_batch / tasks, 4});

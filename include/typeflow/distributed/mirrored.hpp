@@ -247,6 +247,10 @@ public:
         return v != 0;
     }
 
+    /// Sums v over every task, in place (every task must call it): how
+    /// evaluate() turns each task's sums into the global ones.
+    void sum_over_tasks(std::span<double> v) const { st_->comm->all_reduce(v, reduce_op::sum); }
+
     /// Copies the values of every variable this step trains from task `root`
     /// to every task (start training from one set of initial values).
     void broadcast_variables(int root = 0) const {

@@ -267,13 +267,24 @@ public:
         return fit_impl(ds, &validation, std::move(o));
     }
 
-    /// The mean loss and metrics over ds in inference mode.
+    /// The mean loss and metrics over ds in inference mode. With a
+    /// strategy's optimizer, over every task's ds (each task passes its own;
+    /// every task must call it).
     template <class DS>
     logs evaluate(DS&& ds, const callback_list& callbacks = {}) {
         logs l;
         for (auto& c : callbacks) c->model = this, c->on_test_begin(l);
         detail::running_means r;
+        r.sum.assign(names_.size(), 0.0);
         for (auto&& e : ds) r.add(test_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
+        if constexpr (detail::strategy_optimizer<Opt>) {
+            std::vector<double> all = r.sum;
+            all.push_back(r.count);
+            std::get<1>(g_).sum_over_tasks(all);
+            r.count = all.back();
+            all.pop_back();
+            r.sum = std::move(all);
+        }
         for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
         for (auto& c : callbacks) c->on_test_end(l), c->model = nullptr;
         return l;
