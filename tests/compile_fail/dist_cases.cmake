@@ -19,3 +19,5 @@ typeflow_compile_fail(mirrored_int dist_cases.cpp TF_FAIL_mirrored_int
   "optimizer_needs_floating_point_variable<typeflow::train::gradient_descent<float>, typeflow::variable<.*\"n\".*, int, typeflow::shape<4, 3> > >")
 typeflow_compile_fail(mirrored_scalar dist_cases.cpp TF_FAIL_mirrored_scalar
   "${_sa}mirrored: the loss must be a scalar")
+typeflow_compile_fail(mirrored_metric dist_cases.cpp TF_FAIL_mirrored_metric
+  "${_sa}mirrored: every metric must be a scalar")

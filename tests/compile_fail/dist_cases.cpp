@@ -49,7 +49,7 @@ int main() {
 #endif
 }
 
-#if defined(TF_FAIL_mirrored_int) || defined(TF_FAIL_mirrored_scalar)
+#if defined(TF_FAIL_mirrored_int) || defined(TF_FAIL_mirrored_scalar) || defined(TF_FAIL_mirrored_metric)
 // a function template: the step is only made when it is called
 template <class C>
 void make_step(C& comm) {
@@ -58,6 +58,9 @@ void make_step(C& comm) {
 #if defined(TF_FAIL_mirrored_int)  // the optimizer's own check comes first
     tf::variable<"n", int, tf::shape<4, 3>> n;
     (void)tfd::mirrored(comm, tf::train::sgd(0.1f)).minimize(tf::mean(tf::cast<float>(n)), n);
+#elif defined(TF_FAIL_mirrored_metric)  // a metric the step would average must be a scalar
+    (void)tfd::mirrored(comm, tf::train::sgd(0.1f))
+        .minimize_reporting(tf::mean(tf::matmul(x, wv)), std::make_tuple(tf::mean(x), tf::matmul(x, wv)), wv);
 #else
     (void)tfd::mirrored(comm, tf::train::sgd(0.1f)).minimize(tf::matmul(x, wv), wv);
 #endif
