@@ -140,13 +140,13 @@ const auto& item(const X& x) {
     if constexpr (tuple_like<X>) return std::get<I>(x);
     else return x;
 }
-// The labels' shape for output Out of loss L (a static member first: GCC 12
-// crashes on shape_from_dims<L::label_dims(...)> in a dependent context).
 /// An optimizer that trains through a distribution strategy
 /// (dist::mirrored(comm, optimizer)): its step is run with the session, not
 /// fetched, and reports the loss and metrics over every task's examples.
 template <class Opt>
 concept strategy_optimizer = requires { typename Opt::strategy_tag; };
+// The labels' shape for output Out of loss L (a static member first: GCC 12
+// crashes on shape_from_dims<L::label_dims(...)> in a dependent context).
 template <class L, class Out>
 struct label_shape {
     static constexpr dims value = L::label_dims(shape_t<Out>::value);
@@ -277,13 +277,11 @@ public:
         detail::running_means r;
         r.sum.assign(names_.size(), 0.0);
         for (auto&& e : ds) r.add(test_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
-        if constexpr (detail::strategy_optimizer<Opt>) {
-            std::vector<double> all = r.sum;
-            all.push_back(r.count);
-            std::get<1>(g_).sum_over_tasks(all);
-            r.count = all.back();
-            all.pop_back();
-            r.sum = std::move(all);
+        if constexpr (detail::strategy_optimizer<Opt>) {  // the count rides with the sums
+            r.sum.push_back(r.count);
+            std::get<1>(g_).sum_over_tasks(r.sum);
+            r.count = r.sum.back();
+            r.sum.pop_back();
         }
         for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
         for (auto& c : callbacks) c->on_test_end(l), c->model = nullptr;
@@ -428,12 +426,17 @@ private:
             return session_->run(f, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...);
         }(ins);
     }
+    // run(feeds...) with the feeds of a batch: its inputs, then its labels
+    template <class X, class Y, class Run>
+    auto with_feeds(const X& x, const Y& y, const Run& run) {
+        return [&]<std::size_t... I, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<K...>) {
+            return run(feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...,
+                       feed(std::get<K>(y_), detail::item<K>(y))...);
+        }(ins, outs);
+    }
     template <class X, class Y, class F>
     auto run_with(const X& x, const Y& y, const F& f) {
-        return [&]<std::size_t... I, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<K...>) {
-            return session_->run(f, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...,
-                                 feed(std::get<K>(y_), detail::item<K>(y))...);
-        }(ins, outs);
+        return with_feeds(x, y, [&](const auto&... fd) { return session_->run(f, fd...); });
     }
     template <class R, std::size_t... I>
     static std::vector<double> values(const R& r, std::index_sequence<I...>) {
@@ -444,10 +447,7 @@ private:
         if constexpr (detail::strategy_optimizer<Opt>) {
             auto& step = std::get<1>(g_);
             if (!synced_) step.broadcast_variables(), synced_ = true;  // the chief's weights everywhere
-            const double l = [&]<std::size_t... I, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<K...>) {
-                return static_cast<double>(step.run(*session_, feed(std::get<I>(model_.input_placeholders()), detail::item<I>(x))...,
-                                                    feed(std::get<K>(y_), detail::item<K>(y))...));
-            }(ins, outs);
+            const double l = with_feeds(x, y, [&](const auto&... fd) { return static_cast<double>(step.run(*session_, fd...)); });
             ++iterations_;
             last_examples_ = step.examples();
             std::vector<double> v{l};
@@ -468,15 +468,11 @@ private:
             if (d.d[k] == dyn) d.d[k] = 0;
         return tensor<value_type_t<Ph>>(d);
     }
-    static auto empty_inputs() {
-        return [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return std::make_tuple(empty_of<std::tuple_element_t<I, input_placeholders>>()...);
-        }(ins);
-    }
-    static auto empty_labels() {
-        return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            return std::make_tuple(empty_of<std::tuple_element_t<K, label_placeholders>>()...);
-        }(outs);
+    template <class Phs>
+    static auto empty_batch() {
+        return []<std::size_t... I>(std::index_sequence<I...>) {
+            return std::make_tuple(empty_of<std::tuple_element_t<I, Phs>>()...);
+        }(std::make_index_sequence<std::tuple_size_v<Phs>>{});
     }
     template <class X, class Y>
     std::vector<double> test_step(const X& x, const Y& y) {
@@ -493,17 +489,18 @@ private:
         return s;
     }
     io::saver checkpoint_saver(std::size_t keep) const {
-        if constexpr (detail::strategy_optimizer<Opt>) {
-            // the update holds the trained variables and the slots; the outputs the rest (moving statistics)
-            io::saver s(io::saver_options{.max_to_keep = keep}, train_op().apply_op());
-            std::apply([&](const auto&... o) { (s.add(o), ...); }, outputs());
-            s.add(lr_);
-            return s;
-        } else {
-            io::saver s(io::saver_options{.max_to_keep = keep}, train_op());
-            s.add(lr_);
-            return s;
-        }
+        io::saver s = [&] {
+            if constexpr (detail::strategy_optimizer<Opt>) {
+                // the update holds the trained variables and the slots; the outputs the rest (moving statistics)
+                io::saver u(io::saver_options{.max_to_keep = keep}, train_op().apply_op());
+                std::apply([&](const auto&... o) { (u.add(o), ...); }, outputs());
+                return u;
+            } else {
+                return io::saver(io::saver_options{.max_to_keep = keep}, train_op());
+            }
+        }();
+        s.add(lr_);
+        return s;
     }
 
     template <class DS, class VDS>
@@ -543,7 +540,7 @@ private:
                         one([&] { return train_step(std::get<0>(*it), std::get<1>(*it)); });
                         ++it;
                     } else {
-                        one([&] { return train_step(empty_inputs(), empty_labels()); });
+                        one([&] { return train_step(empty_batch<input_placeholders>(), empty_batch<label_placeholders>()); });
                     }
                     if (stop_training) break;
                 }
