@@ -847,7 +847,11 @@ TEST_CASE("shutdown while queued sends complete, fail or are cut off: many creat
             break;
         }
         default: {
-            std::vector<int> big(std::size_t{1} << 20, round); // 4 MiB: more than the peer buffers
+            // 64 MiB: more than the kernel buffers on both ends can hold
+            // (a peer that does not read keeps its window small, and Linux
+            // caps a send buffer at tcp_wmem's 4 MiB by default; 4 MiB here
+            // once completed into the buffers under CI's load).
+            std::vector<int> big(std::size_t{1} << 24, round);
             auto s0 = ts[0]->send(1, slice(e, 1, big.size(), 0, big.size()), big.data(),
                                   clock_type::now() + std::chrono::milliseconds(1 + round % 5));
             CHECK_FALSE(ts[0]->done(s0));

@@ -353,6 +353,7 @@ struct transport_impl {
     void post_send(peer_state& p, const std::shared_ptr<req_state>& r);
     void start_write(peer_state& p);
     void write_failed(peer_state& p, const error_code& ec);
+    void read_before_loss(peer_state& p);
     bool caller_write(peer_state& p, req_state& r, clock::time_point deadline, bool queued = false);
     void unregister_inflight(const std::byte* payload, std::size_t n);
     bool write_frame(peer_state& p, req_state& r, clock::time_point deadline, bool read_meanwhile = true);

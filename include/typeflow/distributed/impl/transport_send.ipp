@@ -60,15 +60,29 @@ TYPEFLOW_DIST_DECL void transport_impl::start_write(peer_state& p) {
     });
 }
 
-/// A write failed (the peer reset the connection). The peer may have
-/// said why (an abort frame still unread), so the reader gets a moment
-/// to report that before the write error is reported.
+/// I/O thread: a write failed (the peer reset the connection). The peer
+/// may have said why first (an abort frame still unread, perhaps on a
+/// socket that a caller owns but is not reading now), so what has arrived
+/// is read before the write error is reported, and once more after a
+/// moment in case that frame is late.
 TYPEFLOW_DIST_DECL void transport_impl::write_failed(peer_state& p, const error_code& ec) {
     p.write_broken.store(true);
+    read_before_loss(p);
+    if (failing || p.lost.load()) return;
     auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
     t->async_wait([this, &p, ec, t](const error_code&) {
+        if (failing || p.lost.load()) return;
+        read_before_loss(p);
         if (!failing) peer_lost(p, ec);
     });
+}
+
+/// I/O thread: reads whatever p has sent that is still unread, unless a
+/// caller is reading it right now (that caller then reads it).
+TYPEFLOW_DIST_DECL void transport_impl::read_before_loss(peer_state& p) {
+    if (p.rx_closed.load() || !p.sock || !p.rmu.try_lock()) return;
+    (void)pump(p, true);
+    p.rmu.unlock();
 }
 
 /// Caller thread (or the sender thread, `queued`): writes data frame `r`
