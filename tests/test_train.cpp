@@ -7,6 +7,7 @@
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -158,6 +159,58 @@ TEMPLATE_TEST_CASE("train: compute_gradients, apply_gradients, global step and s
     // minimize(loss, global_step(gs)) increments the step as well
     s.run(tf::train::sgd(0.1).minimize(loss, tf::train::global_step(gs)));
     CHECK(gs.value()[0] == 4);
+}
+
+TEMPLATE_TEST_CASE("train: a fused update reads the values the run began with and writes at its end", "[train]",
+                   tf::cpu, tf::reference) {
+    using D = TestType;
+    tf::variable<"w", double, tf::shape<4>, D> w;
+    w.load(tf::view(w_init, {4}));
+    tf::constant_tensor<double, tf::shape<4>, D> t, c;
+    t.data = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]}).data;
+    c.data = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]}).data;
+    auto loss = tf::sum(tf::square(w - t) * c);
+    auto opt = tf::train::adam(0.05);
+    auto gv = opt.compute_gradients(loss);
+    auto upd = opt.update(gv.template get<0>().grad, w);  // group(t += 1, apply_adam)
+    auto apply = upd.template child<1>();
+    STATIC_REQUIRE(std::is_same_v<typename decltype(apply)::op, tf::op::apply_dense<tf::update_rule::adam>>);
+    tf::session s;
+    // fetched with the update: the loss and the variable are those of the run's start,
+    // the node's outputs are the new variable and slots, written once the run ends
+    auto [l, w_before, w_new, m_new, v_new] =
+        s.run(tf::fetch(loss, w + 0.0, tf::output<0>(apply), tf::output<1>(apply), tf::output<2>(apply)));
+    const auto g = grad_ref(w_init);
+    double l_ref = 0;
+    for (std::size_t i = 0; i < 4; ++i) l_ref += (w_init[i] - t0[i]) * (w_init[i] - t0[i]) * c0[i];
+    CHECK(l[0] == Approx(l_ref).epsilon(1e-14));
+    for (std::size_t i = 0; i < 4; ++i) {
+        const auto k = static_cast<tf::index_t>(i);
+        CHECK(w_before[k] == w_init[i]);
+        const double m = 0.1 * g[i], v = 0.001 * g[i] * g[i];
+        CHECK(m_new[k] == Approx(m).epsilon(1e-14));
+        CHECK(v_new[k] == Approx(v).epsilon(1e-14));
+        const double w1 = w_init[i] - 0.05 * (m / 0.1) / (std::sqrt(v / 0.001) + 1e-8);
+        CHECK(w_new[k] == Approx(w1).epsilon(1e-12));
+        CHECK(w.value()[k] == w_new[k]);
+    }
+}
+
+TEST_CASE("train: a fused update of a large variable split over threads equals one thread bit for bit", "[train]") {
+    // 300 x 300 = 90,000 elements: more than two parts of the kernel's grain
+    constexpr tf::index_t n = 300;
+    auto run = [&](int threads) {
+        tf::variable<"big", float, tf::shape<n, n>> w{tf::init::uniform{-1.0, 1.0, 7}};
+        tf::variable<"aim", float, tf::shape<n, n>> aim{tf::init::uniform{-1.0, 1.0, 8}};
+        auto loss = tf::sum(tf::square(w - tf::stop_gradient(aim)) * w);
+        auto step = tf::train::rmsprop(0.01f, {.momentum = 0.5}).minimize(loss, w);
+        tf::session s(tf::session_options{.threads = threads});
+        for (int k = 0; k < 3; ++k) s.run(step);
+        return std::vector<float>(w.value().data(), w.value().data() + n * n);
+    };
+    const auto one = run(1), two = run(2);
+    REQUIRE(one.size() == static_cast<std::size_t>(n * n));
+    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
 
 TEMPLATE_TEST_CASE("train: learning-rate schedules, on the step's device", "[train]", tf::cpu, tf::reference) {

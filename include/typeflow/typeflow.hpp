@@ -21,6 +21,7 @@
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/let.hpp>
 #include <typeflow/expr/node.hpp>
+#include <typeflow/expr/ops/apply.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
 #include <typeflow/expr/ops/array.hpp>
 #include <typeflow/expr/ops/assign.hpp>
@@ -56,6 +57,7 @@
 #include <typeflow/backend/eigen/elementwise.hpp>
 #include <typeflow/backend/eigen/fused.hpp>
 #include <typeflow/backend/eigen/interop.hpp>
+#include <typeflow/backend/eigen/ops/apply.hpp>
 #include <typeflow/backend/eigen/ops/array.hpp>
 #include <typeflow/backend/eigen/ops/conv.hpp>
 #include <typeflow/backend/eigen/ops/gather.hpp>

@@ -7,7 +7,10 @@
 //
 // An update reads every variable as it was when the run began and writes at
 // the end of the run. Slot variables are named "<variable>/<slot>" (for
-// example "W1/m"), so checkpoints can hold them.
+// example "W1/m"), so checkpoints can hold them. Momentum, Adam, RMSProp and
+// Adagrad update each variable and its slots through one apply_dense kernel
+// node (expr/ops/apply.hpp, TensorFlow's ApplyAdam and its kin); SGD is one
+// assign_sub.
 //
 // Sparse gradients: when a variable's gradient is an axis-0 indexed_slices of
 // that variable (it is used only through tf::gather / tf::embedding_lookup),
@@ -29,6 +32,7 @@
 #include <typeflow/autodiff/grad.hpp>
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/apply.hpp>
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/group.hpp>
@@ -228,11 +232,25 @@ auto sparse_update(const G& g, const V& v, const X&... x) {
                                                        g.template child<2 + 2 * K>()...);
     }(std::make_index_sequence<P>{});
 }
+
+/// The dense update of variable v by rule Rule from gradient g: one
+/// apply_dense node (expr/ops/apply.hpp) with slots and hyperparameters x...
+/// (scalar expressions of v's dtype), written at the end of the run.
+template <class Rule, class G, class V, class... X>
+auto dense_update(const G& g, const V& v, const X&... x) {
+    return make_node<op::apply_dense<Rule>>(v, x..., g);
+}
+/// sparse_update when g is an axis-0 indexed_slices of v, else dense_update.
+template <class Rule, class G, class V, class... X>
+auto update(const G& g, const V& v, const X&... x) {
+    if constexpr (sparse_v<G, V>) return sparse_update<Rule>(g, v, x...);
+    else return dense_update<Rule>(g, v, x...);
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
 // The optimizer interface: Derived::update(grad, var) gives one variable's
-// update op (assignments).
+// update op (assignments, or an apply_dense node).
 // ---------------------------------------------------------------------------
 template <class Derived>
 class optimizer {
@@ -330,7 +348,7 @@ public:
     template <class G, class V>
     auto update(const G& g, const V& v) const {
         if constexpr (detail::sparse_v<G, V>)
-            return detail::sparse_update<sparse_rule::sgd>(g, v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_));
+            return detail::sparse_update<update_rule::sgd>(g, v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_));
         else return assign_sub(v, detail::as_rate<value_type_t<V>, device_t<V>>(lr_) * g);
     }
 
@@ -364,14 +382,8 @@ public:
         auto acc = detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
         // plain: lr * a; Nesterov: lr * (mu * a + g)
         const T ca = o_.nesterov ? T(o_.momentum) : T(1), cg = o_.nesterov ? T(1) : T(0);
-        if constexpr (detail::sparse_v<G, V>) {
-            return detail::sparse_update<sparse_rule::momentum>(g, v, acc, detail::as_rate<T, D>(lr_),
-                                                                scalar<T, D>(T(o_.momentum)), scalar<T, D>(ca),
-                                                                scalar<T, D>(cg));
-        } else {
-            auto a = assign(acc, scalar<T, D>(T(o_.momentum)) * acc + g);
-            return group(a, assign_sub(v, detail::as_rate<T, D>(lr_) * (scalar<T, D>(ca) * a + scalar<T, D>(cg) * g)));
-        }
+        return detail::update<update_rule::momentum>(g, v, acc, detail::as_rate<T, D>(lr_), scalar<T, D>(T(o_.momentum)),
+                                                     scalar<T, D>(ca), scalar<T, D>(cg));
     }
 
 private:
@@ -407,20 +419,10 @@ public:
         auto v = detail::slot<V::fixed_name, "v", V>(init::zeros{});
         auto t = non_trainable_variable<concat<V::fixed_name, "/t">(), T, shape<>, D>(init::zeros{});
         auto t1 = assign_add(t, T(1));
-        if constexpr (detail::sparse_v<G, V>) {
-            // LazyAdam: the kernel reads t before this step's increment
-            return group(t1, detail::sparse_update<sparse_rule::lazy_adam>(g, var, m, v, detail::as_rate<T, D>(lr_),
-                                                                           c(o_.beta1), c(o_.beta2), c(o_.epsilon),
-                                                                           c(o_.weight_decay), t));
-        } else {
-            auto m1 = assign(m, c(o_.beta1) * m + c(1 - o_.beta1) * g);
-            auto v1 = assign(v, c(o_.beta2) * v + c(1 - o_.beta2) * square(g));
-            auto mhat = m1 / (c(1) - pow(c(o_.beta1), t1));
-            auto vhat = v1 / (c(1) - pow(c(o_.beta2), t1));
-            auto lr = detail::as_rate<T, D>(lr_);
-            return group(t1, m1, v1,
-                         assign_sub(var, lr * (mhat / (sqrt(vhat) + c(o_.epsilon)) + c(o_.weight_decay) * var)));
-        }
+        // the update reads t before this step's increment (sparse: LazyAdam)
+        return group(t1, detail::update<update_rule::adam>(g, var, m, v, detail::as_rate<T, D>(lr_), c(o_.beta1),
+                                                           c(o_.beta2), c(o_.epsilon), c(o_.weight_decay), t,
+                                                           c(1 - o_.beta1), c(1 - o_.beta2)));
     }
 
 private:
@@ -459,9 +461,8 @@ public:
         const auto c = [](double x) { return scalar<T, D>(static_cast<T>(x)); };
         auto ms = detail::slot<V::fixed_name, "rms", V>(init::ones{});
         auto mom = detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
-        auto ms1 = assign(ms, c(o_.rho) * ms + c(1 - o_.rho) * square(g));
-        auto mom1 = assign(mom, c(o_.momentum) * mom + detail::as_rate<T, D>(lr_) * g / sqrt(ms1 + c(o_.epsilon)));
-        return group(ms1, mom1, assign_sub(var, mom1));
+        return detail::dense_update<update_rule::rmsprop>(g, var, ms, mom, detail::as_rate<T, D>(lr_), c(o_.rho),
+                                                          c(o_.momentum), c(o_.epsilon), c(1 - o_.rho));
     }
 
 private:
@@ -490,12 +491,7 @@ public:
         using T = value_type_t<V>;
         using D = device_t<V>;
         auto acc = detail::slot<V::fixed_name, "accumulator", V>(init::constant{o_.initial_accumulator});
-        if constexpr (detail::sparse_v<G, V>) {
-            return detail::sparse_update<sparse_rule::adagrad>(g, var, acc, detail::as_rate<T, D>(lr_));
-        } else {
-            auto acc1 = assign_add(acc, square(g));
-            return group(acc1, assign_sub(var, detail::as_rate<T, D>(lr_) * g * rsqrt(acc1)));
-        }
+        return detail::update<update_rule::adagrad>(g, var, acc, detail::as_rate<T, D>(lr_));
     }
 
 private:

@@ -2,6 +2,7 @@
 // `typeflow::reference`): naive loops that the CPU backend is tested against.
 #pragma once
 #include <typeflow/backend/reference/fused.hpp>
+#include <typeflow/backend/reference/ops/apply.hpp>
 #include <typeflow/backend/reference/ops/array.hpp>
 #include <typeflow/backend/reference/ops/conv.hpp>
 #include <typeflow/backend/reference/ops/gather.hpp>

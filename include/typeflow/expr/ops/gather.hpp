@@ -40,6 +40,7 @@
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/elementwise.hpp>
+#include <typeflow/expr/ops/apply.hpp>
 #include <typeflow/expr/gradient.hpp>
 
 namespace typeflow::diagnostic {
@@ -309,82 +310,17 @@ struct gradient<op::indexed_slices<Axis>> {
 // Sparse optimizer updates
 // ---------------------------------------------------------------------------
 
-/// The row rules of sparse_apply: how one row of a variable and of its slots
-/// changes given the row's gradient g (duplicates already summed) and the
-/// hyperparameters h (scalars, in the order of the op's children). Each has
-/// a name, its number of slots and of hyperparameters, and
-///   template <class T> static void row(T* var, T* const* slot, const T* h, const T* g, index_t width);
-namespace sparse_rule {
-/// var -= lr g. h: lr.
-struct sgd {
-    static constexpr std::string_view name = "sparse_apply_sgd";
-    static constexpr std::size_t slots = 0, hypers = 1;
-    template <class T>
-    static void row(T* var, T* const*, const T* h, const T* g, index_t w) {
-        for (index_t j = 0; j < w; ++j) var[j] -= h[0] * g[j];
-    }
-};
-/// a = mu a + g; var -= lr (ca a + cg g): ca = 1, cg = 0 for plain momentum,
-/// ca = mu, cg = 1 for Nesterov's. Slot: a. h: lr, mu, ca, cg.
-struct momentum {
-    static constexpr std::string_view name = "sparse_apply_momentum";
-    static constexpr std::size_t slots = 1, hypers = 4;
-    template <class T>
-    static void row(T* var, T* const* s, const T* h, const T* g, index_t w) {
-        T* a = s[0];
-        for (index_t j = 0; j < w; ++j) {
-            a[j] = h[1] * a[j] + g[j];
-            var[j] -= h[0] * (h[2] * a[j] + h[3] * g[j]);
-        }
-    }
-};
-/// acc += g^2; var -= lr g / sqrt(acc). Slot: acc. h: lr.
-struct adagrad {
-    static constexpr std::string_view name = "sparse_apply_adagrad";
-    static constexpr std::size_t slots = 1, hypers = 1;
-    template <class T>
-    static void row(T* var, T* const* s, const T* h, const T* g, index_t w) {
-        T* acc = s[0];
-        for (index_t j = 0; j < w; ++j) {
-            acc[j] += g[j] * g[j];
-            var[j] -= h[0] * g[j] * (T(1) / std::sqrt(acc[j]));
-        }
-    }
-};
-/// LazyAdam: dense Adam's formula on the rows present only, with t the step
-/// count before this step (the caller increments it):
-/// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-/// var -= lr (m / (1 - b1^(t+1)) / (sqrt(v / (1 - b2^(t+1))) + eps) + wd var).
-/// Slots: m, v. h: lr, b1, b2, eps, wd, t.
-struct lazy_adam {
-    static constexpr std::string_view name = "sparse_apply_lazy_adam";
-    static constexpr std::size_t slots = 2, hypers = 6;
-    template <class T>
-    static void row(T* var, T* const* s, const T* h, const T* g, index_t w) {
-        const T lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4], t1 = h[5] + T(1);
-        const T c1 = T(1) - std::pow(b1, t1), c2 = T(1) - std::pow(b2, t1);
-        T* m = s[0];
-        T* v = s[1];
-        for (index_t j = 0; j < w; ++j) {
-            m[j] = b1 * m[j] + (T(1) - b1) * g[j];
-            v[j] = b2 * v[j] + (T(1) - b2) * (g[j] * g[j]);
-            var[j] -= lr * ((m[j] / c1) / (std::sqrt(v[j] / c2) + eps) + wd * var[j]);
-        }
-    }
-};
-}  // namespace sparse_rule
-
 namespace op {
 /// node<sparse_apply<Rule, R, P>, Readers x R, Var, Slots..., Hypers..., V1..VP, I1..IP>:
 /// updates the rows of variable Var (axis 0) and of its slots that appear in
 /// the indices I_k, once per distinct row with the sum of that row's values,
-/// by Rule (sparse_rule::...). The first R children are control inputs (the
-/// gathers that read Var, so they run first). Its value is the number of
+/// by Rule (update_rule::..., expr/ops/apply.hpp). The first R children are
+/// control inputs (the gathers that read Var, so they run first). Its value is the number of
 /// distinct rows updated (int64). The write happens when the kernel runs.
 template <class Rule, std::size_t R, std::size_t P>
 struct sparse_apply {
     static constexpr op_kind kind = op_kind::kernel;
-    static constexpr std::string_view name = Rule::name;
+    static constexpr std::string_view name = Rule::sparse_name;
     static constexpr std::size_t readers = R, slots = Rule::slots, hypers = Rule::hypers, pairs = P;
     /// Positions of the variable, of the first slot, hyperparameter, values and indices.
     static constexpr std::size_t var_at = R, slot_at = R + 1, hyper_at = slot_at + slots, values_at = hyper_at + hypers,

@@ -617,10 +617,15 @@ TYPEFLOW_DECL void plan_core::result_failed(const fetch& f) const {
 }
 
 TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
-    const std::size_t v = child_node(i, 0);
-    const std::uint32_t vk = child_ref(in, 0);
-    void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
-    std::memcpy(dst, in.buf, bytes_of(vk));
+    // output o of an assign goes to its child o (an update of a variable and
+    // its slots: one output each)
+    for (std::size_t o = 0; o < desc_[i]->outputs; ++o) {
+        const std::size_t v = child_node(i, o);
+        const std::uint32_t vk = child_ref(in, o);
+        void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
+        const void* src = o == 0 ? in.buf : static_cast<const std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
+        std::memcpy(dst, src, bytes_of(vk));
+    }
 }
 
 }  // namespace typeflow::runtime

@@ -171,7 +171,7 @@ struct kernel<cpu, op::sparse_apply<Rule, R, P>> {
                     g = acc;
                 }
                 for (std::size_t q = 0; q < Rule::slots; ++q) s[q] = slot[q] + r * w;
-                Rule::row(var + r * w, s, h, g, w);
+                Rule::row(var + r * w, var + r * w, s, s, h, g, w);
             }
         };
         if (ctx.par.threads > 1 && distinct * w >= 2 * bd::gather_grain)

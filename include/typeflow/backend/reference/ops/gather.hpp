@@ -95,7 +95,7 @@ struct kernel<reference, op::sparse_apply<Rule, R, P>> {
                     for (index_t j = 0; j < w; ++j) g[static_cast<std::size_t>(j)] += src[b][j];
             T* s[Rule::slots + 1] = {};
             for (std::size_t q = 0; q < Rule::slots; ++q) s[q] = slot[q] + row[a] * w;
-            Rule::row(var + row[a] * w, s, h, g.data(), w);
+            Rule::row(var + row[a] * w, var + row[a] * w, s, s, h, g.data(), w);
         }
         *out = distinct;
     }
