@@ -25,18 +25,28 @@ std::vector<double> grad_ref(const std::vector<double>& w) {
     return g;
 }
 
+// The variable w at w_init and the loss above.
+template <class D>
+struct problem {
+    tf::variable<"w", double, tf::shape<4>, D> w;
+    tf::constant_tensor<double, tf::shape<4>, D> t, c;
+    problem() {
+        w.load(tf::view(w_init, {4}));
+        t.data = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]}).data;
+        c.data = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]}).data;
+    }
+    auto loss() const { return tf::sum(tf::square(w - t) * c); }
+};
+
 // Runs `steps` steps of the optimizer built by make(loss) and of the reference
 // update ref(w, g, step) and compares the variables.
 template <class D, class Make>
 void compare(const char* what, Make make, const std::function<void(std::vector<double>&, const std::vector<double>&, int)>& ref,
              int steps = 5) {
     INFO(what);
-    tf::variable<"w", double, tf::shape<4>, D> w;
-    w.load(tf::view(w_init, {4}));
-    tf::constant_tensor<double, tf::shape<4>, D> t, c;
-    t.data = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]}).data;
-    c.data = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]}).data;
-    auto loss = tf::sum(tf::square(w - t) * c);
+    problem<D> p;
+    auto& w = p.w;
+    auto loss = p.loss();
     auto step = make(loss);
     tf::session s;
     std::vector<double> wr = w_init;
@@ -164,12 +174,9 @@ TEMPLATE_TEST_CASE("train: compute_gradients, apply_gradients, global step and s
 TEMPLATE_TEST_CASE("train: a fused update reads the values the run began with and writes at its end", "[train]",
                    tf::cpu, tf::reference) {
     using D = TestType;
-    tf::variable<"w", double, tf::shape<4>, D> w;
-    w.load(tf::view(w_init, {4}));
-    tf::constant_tensor<double, tf::shape<4>, D> t, c;
-    t.data = tf::constant<tf::shape<4>>({t0[0], t0[1], t0[2], t0[3]}).data;
-    c.data = tf::constant<tf::shape<4>>({c0[0], c0[1], c0[2], c0[3]}).data;
-    auto loss = tf::sum(tf::square(w - t) * c);
+    problem<D> p;
+    auto& w = p.w;
+    auto loss = p.loss();
     auto opt = tf::train::adam(0.05);
     auto gv = opt.compute_gradients(loss);
     auto upd = opt.update(gv.template get<0>().grad, w);  // group(t += 1, apply_adam)

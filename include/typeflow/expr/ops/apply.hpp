@@ -184,6 +184,27 @@ struct apply_dense {
 };
 }  // namespace op
 
+namespace detail {
+/// What a kernel of apply_dense node n reads besides the variable and the
+/// gradient: each slot's elements, where each slot's new values go, and the
+/// hyperparameters.
+template <class Rule, class T>
+struct apply_operands {
+    using Op = op::apply_dense<Rule>;
+    const T* s[Rule::slots + 1] = {};
+    T* so[Rule::slots + 1] = {};
+    T h[Rule::hypers];
+    template <class N, class Ctx>
+    apply_operands(const N& n, const Ctx& ctx) {
+        [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
+            ((s[S] = ctx.input(n.template child<Op::slot_at + S>())), ...);
+            ((so[S] = static_cast<T*>(ctx.output(1 + S))), ...);
+            ((h[H] = ctx.input(n.template child<Op::hyper_at + H>())[0]), ...);
+        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers>{});
+    }
+};
+}  // namespace detail
+
 /// Updates have no gradient.
 template <class Rule>
 struct gradient<op::apply_dense<Rule>> : no_gradient {};

@@ -25,19 +25,12 @@ struct kernel<cpu, op::apply_dense<Rule>> {
         const T* var = ctx.input(n.template child<Op::var_at>());
         const T* g = ctx.input(n.template child<Op::grad_at>());
         const index_t count = ctx.dims_of(n.template child<Op::var_at>()).numel();
-        const T* s[Rule::slots + 1] = {};
-        T* so[Rule::slots + 1] = {};
-        T h[Rule::hypers];
-        [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
-            ((s[S] = ctx.input(n.template child<Op::slot_at + S>())), ...);
-            ((so[S] = static_cast<T*>(ctx.output(1 + S))), ...);
-            ((h[H] = ctx.input(n.template child<Op::hyper_at + H>())[0]), ...);
-        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers>{});
+        const typeflow::detail::apply_operands<Rule, T> a(n, ctx);
         const auto part = [&](std::size_t, index_t b, index_t e) {
             const T* sb[Rule::slots + 1] = {};
             T* sob[Rule::slots + 1] = {};
-            for (std::size_t q = 0; q < Rule::slots; ++q) sb[q] = s[q] + b, sob[q] = so[q] + b;
-            Rule::row(var + b, out + b, sb, sob, h, g + b, e - b);
+            for (std::size_t q = 0; q < Rule::slots; ++q) sb[q] = a.s[q] + b, sob[q] = a.so[q] + b;
+            Rule::row(var + b, out + b, sb, sob, a.h, g + b, e - b);
         };
         if (ctx.par.threads > 1 && count >= 2 * grain) ctx.par.for_range(count, grain, part);
         else part(0, 0, count);
