@@ -220,6 +220,28 @@ TEST_CASE("train: a fused update of a large variable split over threads equals o
     CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("train: apply_dense refuses a slot or gradient of another shape than the variable's and writes nothing",
+          "[train]") {
+    tf::variable<"w", double, tf::shape<4>> w{tf::init::ones{}};
+    tf::non_trainable_variable<"w/short", double, tf::shape<3>> short_acc{tf::init::ones{}};
+    tf::non_trainable_variable<"w/acc", double, tf::shape<4>> acc{tf::init::ones{}};
+    tf::variable<"x", double, tf::shape<3>> x{tf::init::ones{}};
+    using adagrad = tf::op::apply_dense<tf::update_rule::adagrad>;
+    tf::session s;
+    CHECK_THROWS_WITH(s.run(tf::group(tf::make_node<adagrad>(w, short_acc, tf::scalar<double>(0.1), w * 2.0))),
+                      Catch::Contains("apply_adagrad: a slot's shape") && Catch::Contains("differs from the variable's"));
+    CHECK_THROWS_WITH(s.run(tf::group(tf::make_node<adagrad>(w, acc, tf::scalar<double>(0.1), x * 2.0))),
+                      Catch::Contains("apply_adagrad: the gradient's shape") &&
+                          Catch::Contains("differs from the variable's"));
+    for (tf::index_t i = 0; i < 4; ++i) CHECK(w.value()[i] == 1.0);
+    for (tf::index_t i = 0; i < 4; ++i) CHECK(acc.value()[i] == 1.0);
+    for (tf::index_t i = 0; i < 3; ++i) CHECK(short_acc.value()[i] == 1.0);
+    // the session stays usable: the same op with matching shapes updates both
+    s.run(tf::group(tf::make_node<adagrad>(w, acc, tf::scalar<double>(0.1), w * 2.0)));
+    CHECK(acc.value()[0] == 5.0);                                     // 1 + 2^2
+    CHECK(w.value()[0] == Approx(1.0 - 0.1 * 2.0 / std::sqrt(5.0)));  // w - lr g / sqrt(acc)
+}
+
 TEMPLATE_TEST_CASE("train: learning-rate schedules, on the step's device", "[train]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::variable<"step", std::int64_t, tf::shape<>, D> gs;
