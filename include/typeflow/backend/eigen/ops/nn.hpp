@@ -63,7 +63,8 @@ TYPEFLOW_NOINLINE void softmax_rows(const T* in, index_t outer, index_t len, ind
 
 template <bool Log, class T>
 void softmax_into(const T* in, const dims& d, std::size_t ax, T* out, const parallel_ctx& par = {}) {
-    const auto [outer, len, inner] = split_at(d, ax);
+    const axis_split s_ = split_at(d, ax);
+    const index_t outer = s_.outer, len = s_.len, inner = s_.inner;
     if (len == 0 || outer == 0 || inner == 0) return;
     const index_t parts =
         par.threads > 1 && outer >= 2 ? std::min<index_t>({par.threads, outer, outer * len * inner / parallel_softmax_grain}) : 1;

@@ -244,7 +244,8 @@ struct kernel<cpu, op::arg_reduce<IsMax, Axis>> {
         const auto* in = ctx.input(n.template child<0>());
         using T = std::remove_cvref_t<decltype(*in)>;
         const std::size_t ax = op::arg_reduce<IsMax, Axis>::axis(d.rank);
-        const auto [outer, len, inner] = split_at(d, ax);
+        const axis_split s_ = split_at(d, ax);
+        const index_t outer = s_.outer, len = s_.len, inner = s_.inner;
         // outputs [q0, q1) of the flattened (outer, inner) index: one thread each
         auto block = [&](index_t q0, index_t q1) {
             for (index_t q = q0; q < q1;) {

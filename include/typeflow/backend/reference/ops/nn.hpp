@@ -21,7 +21,8 @@ struct kernel<reference, op::softmax_along<Log, Axis>> {
         const dims d = ctx.dims_of(n.template child<0>());
         const T* in = ctx.input(n.template child<0>());
         const std::size_t ax = op::softmax_along<Log, Axis>::axis(d.rank);
-        const auto [outer, len, inner] = split_at(d, ax);
+        const axis_split s_ = split_at(d, ax);
+        const index_t outer = s_.outer, len = s_.len, inner = s_.inner;
         if (len == 0) return;
         for (index_t o = 0; o < outer; ++o)
             for (index_t i = 0; i < inner; ++i) {

@@ -81,7 +81,8 @@ struct kernel<reference, op::arg_reduce<IsMax, Axis>> {
         const auto* in = ctx.input(n.template child<0>());
         using T = std::remove_cvref_t<decltype(*in)>;
         const std::size_t ax = op::arg_reduce<IsMax, Axis>::axis(d.rank);
-        const auto [outer, len, inner] = split_at(d, ax);
+        const axis_split s_ = split_at(d, ax);
+        const index_t outer = s_.outer, len = s_.len, inner = s_.inner;
         for (index_t o = 0; o < outer; ++o)
             for (index_t i = 0; i < inner; ++i) {
                 std::int64_t best = 0;
