@@ -12,11 +12,11 @@
 #    distributed tests.
 # 2. build-tsan: ThreadSanitizer: the distributed tests and the unit tests
 #    that run threads ($TSAN_UNITS: the thread pool, sessions with threads,
-#    prefetch, checkpoint writers).
+#    prefetch, queues, checkpoint writers).
 #
 # `ci` fits the 45 minutes CI gives the whole of .ci/run on 2 cores: ASan+UBSan
 # over the distributed tests, the core unit files ($CORE_UNITS: tensors,
-# sessions, allocation, memory plans, threads, data, checkpoints, summaries)
+# sessions, allocation, memory plans, threads, data, queues, checkpoints, summaries)
 # and the training example, plus one of $SLICES slices of the other unit
 # files and examples, by turns: slice (commit count mod $SLICES), or
 # $SANITIZE_SLICE.
@@ -56,7 +56,7 @@ JOBS="${JOBS:-$(nproc)}"
 what="${1:-all}"
 SLICES=11
 
-CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|session|tensor|threads"
+CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|queue|session|tensor|threads"
 CORE_EXAMPLES="readme_training"
 # The other unit files, heaviest first (so that slice k, every SLICES-th from
 # k, weighs about the same), and the other examples, lightest first.
@@ -86,7 +86,7 @@ if [[ "$what" == ci ]]; then
 fi
 ASAN_UNITS="${ASAN_UNITS:-test_.*\\.cpp}"
 ASAN_EXAMPLES="${ASAN_EXAMPLES:-$ALL_EXAMPLES}"
-TSAN_UNITS="${TSAN_UNITS:-test_(threads|session|data|io_checkpoint|io_crash)\\.cpp}"
+TSAN_UNITS="${TSAN_UNITS:-test_(threads|session|data|queue|io_checkpoint|io_crash)\\.cpp}"
 export LOOP_ITERS="${LOOP_ITERS:-30}"
 
 bash scripts/deps.sh

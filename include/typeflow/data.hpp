@@ -1,7 +1,8 @@
 #pragma once
 // typeflow's input pipelines, tf::data (namespace typeflow::data): datasets
 // of tuples of tensors from memory, IDX and CSV files, with map, filter,
-// shuffle, batch, repeat, take, skip, shard, cache and prefetch. Run-time
+// shuffle, batch, repeat, take, skip, shard, cache and prefetch, and the
+// queues that threads share (data/queue.hpp). Run-time
 // objects, outside the graph types (docs/design.md). Reading gzip-compressed
 // files needs TYPEFLOW_HAVE_ZLIB and zlib (data/file.hpp).
 #include <typeflow/data/batch.hpp>
@@ -15,6 +16,7 @@
 #include <typeflow/data/map.hpp>
 #include <typeflow/data/mnist.hpp>
 #include <typeflow/data/prefetch.hpp>
+#include <typeflow/data/queue.hpp>
 #include <typeflow/data/range.hpp>
 #include <typeflow/data/repeat.hpp>
 #include <typeflow/data/shuffle.hpp>
