@@ -12,7 +12,7 @@
 #    distributed tests.
 # 2. build-tsan: ThreadSanitizer: the distributed tests and the unit tests
 #    that run threads ($TSAN_UNITS: the thread pool, sessions with threads,
-#    prefetch, queues, checkpoint writers).
+#    prefetch, queues, concurrent runs, checkpoint writers).
 #
 # `ci` fits the 45 minutes CI gives the whole of .ci/run on 2 cores: ASan+UBSan
 # over the distributed tests, the core unit files ($CORE_UNITS: tensors,
@@ -49,14 +49,15 @@
 #   passed). Not yet understood; the main suite runs it.
 # - No -g: debug information of deep expression types costs gigabytes of
 #   compiler memory; symbols still name every frame.
-# Suppressions, each with the upstream bug it works around: tests/fuzz/ubsan.supp.
+# Suppressions, each with the upstream bug it works around: tests/fuzz/ubsan.supp;
+# and the unlocked variable updates of concurrent runs (by design): tests/tsan.supp.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${JOBS:-$(nproc)}"
 what="${1:-all}"
 SLICES=11
 
-CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|queue|session|tensor|threads"
+CORE_UNITS="alloc|concurrent|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|queue|session|tensor|threads"
 CORE_EXAMPLES="readme_training"
 # The other unit files, heaviest first (so that slice k, every SLICES-th from
 # k, weighs about the same), and the other examples, lightest first.
@@ -86,7 +87,7 @@ if [[ "$what" == ci ]]; then
 fi
 ASAN_UNITS="${ASAN_UNITS:-test_.*\\.cpp}"
 ASAN_EXAMPLES="${ASAN_EXAMPLES:-$ALL_EXAMPLES}"
-TSAN_UNITS="${TSAN_UNITS:-test_(threads|session|data|queue|io_checkpoint|io_crash)\\.cpp}"
+TSAN_UNITS="${TSAN_UNITS:-test_(threads|session|concurrent|data|queue|io_checkpoint|io_crash)\\.cpp}"
 export LOOP_ITERS="${LOOP_ITERS:-30}"
 
 bash scripts/deps.sh
@@ -141,7 +142,7 @@ fi
 if [[ "$what" == all || "$what" == tsan || "$what" == ci ]]; then
     echo "== sanitize: ThreadSanitizer"
     # allocator_may_return_null: as for ASan above (TSan's limit is 2^40 bytes too)
-    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1"
+    export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1"
     run_build build-tsan "-fsanitize=thread" "" "$TSAN_UNITS" "" "unit|dist" "^(unit\\.|dist\\.)"
     unset TSAN_OPTIONS
     echo "== sanitize: tsan done after $((SECONDS - start)) s"

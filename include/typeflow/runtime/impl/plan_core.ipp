@@ -616,6 +616,16 @@ TYPEFLOW_DECL void plan_core::result_failed(const fetch& f) const {
                             dims_[f.inst], d.type);
 }
 
+namespace detail {
+// The store of a variable's new value. Concurrent runs of a session read and
+// update variables without locks (Hogwild; see session): ThreadSanitizer's
+// suppressions (tests/tsan.supp) name this function, so it stays a function
+// of its own.
+TYPEFLOW_NOINLINE inline void store_variable(void* dst, const void* src, std::size_t bytes) noexcept {
+    std::memcpy(dst, src, bytes);
+}
+}  // namespace detail
+
 TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
     // output o of an assign goes to its child o (an update of a variable and
     // its slots: one output each)
@@ -624,7 +634,7 @@ TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
         const std::uint32_t vk = child_ref(in, o);
         void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
         const void* src = o == 0 ? in.buf : static_cast<const std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
-        std::memcpy(dst, src, bytes_of(vk));
+        detail::store_variable(dst, src, bytes_of(vk));
     }
 }
 

@@ -39,6 +39,9 @@ struct thread_pool::impl {
     void* arg = nullptr;
     std::size_t tasks = 0, next = 0, pending = 0;
     std::exception_ptr error;
+    // a job is running: a caller that finds the pool busy (another
+    // session::run on another thread) does its tasks itself
+    std::atomic<bool> busy{false};
 #if TYPEFLOW_POOL_PTHREADS
     // POSIX threads directly: std::thread's templates cost every header-only
     // program that runs a session about 0.1 s of compile time
@@ -148,9 +151,15 @@ TYPEFLOW_DECL parallel_ctx thread_pool::context() noexcept {
 }
 
 // The caller takes tasks too; the first exception a task throws is rethrown
-// on the caller once every task is done.
+// on the caller once every task is done. The pool runs one job at a time: a
+// caller that finds it busy (runs of a session on several threads) runs its
+// tasks alone, in task order, so its results are those of a pooled run.
 TYPEFLOW_DECL void thread_pool::run(void* pool, std::size_t tasks, void (*task)(void*, std::size_t), void* arg) {
     impl& p = *static_cast<impl*>(pool);
+    if (p.busy.exchange(true, std::memory_order_acquire)) {
+        for (std::size_t t = 0; t < tasks; ++t) task(arg, t);
+        return;
+    }
     {
         std::lock_guard<std::mutex> l(p.m);
         p.task = task;
@@ -173,6 +182,7 @@ TYPEFLOW_DECL void thread_pool::run(void* pool, std::size_t tasks, void (*task)(
         p.error = nullptr;
         p.tasks = 0;
     }
+    p.busy.store(false, std::memory_order_release);
     if (e) std::rethrow_exception(e);
 }
 
