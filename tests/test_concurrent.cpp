@@ -63,7 +63,7 @@ TEST_CASE("runs of one graph on several threads give the results of sequential r
     }
 }
 
-TEST_CASE("a bad feed on one thread is that call's error; the others run", "[unit][session][concurrent]") {
+TEST_CASE("a bad feed on one thread is that call's error and the others run", "[unit][session][concurrent]") {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 8>> x;
     auto y = tf::sum(x * x);
     tf::session s{tf::session_options{.threads = 2}};

@@ -253,7 +253,7 @@ TEST_CASE("8 producers and 8 consumers exchange 100,000 items, none lost or dupl
         if (all[i] != static_cast<i64>(i)) FAIL("item " << i << " lost or duplicated (found " << all[i] << ")");
 }
 
-TEST_CASE("enqueue_many adds rows; dequeue_many stacks them; dequeue_up_to takes the rest of a closed queue",
+TEST_CASE("enqueue_many adds rows, dequeue_many stacks them, dequeue_up_to takes the rest of a closed queue",
           "[unit][queue]") {
     tf::fifo_queue<float, i64> q(10, {tf::dims{2}, tf::dims{}});
     tf::tensor<float> x(tf::dims{5, 2});
@@ -333,7 +333,7 @@ TEST_CASE("queue_runner enqueues a dataset's pass and closes the queue at its en
     CHECK(ids == all);
 }
 
-TEST_CASE("queue_runner with several threads; a producer's exception reaches join()", "[unit][queue]") {
+TEST_CASE("queue_runner with several threads, and a producer's exception reaches join()", "[unit][queue]") {
     tf::fifo_queue<i64> q(8);
     std::atomic<i64> next{0};
     {
@@ -372,7 +372,7 @@ TEST_CASE("destroying a queue_runner whose producer waits on a full queue return
     CHECK(drain_ids(q).size() == 2);
 }
 
-TEST_CASE("dequeue_many takes more than the capacity as elements come; a close puts back what it took",
+TEST_CASE("dequeue_many takes more than the capacity as elements come, and a close puts back what it took",
           "[unit][queue]") {
     tf::fifo_queue<i64> q(2);
     std::thread producer([&] {

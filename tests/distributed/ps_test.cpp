@@ -275,7 +275,14 @@ void lost_worker_test(tfd::transport& t, int batch, int steps, const std::string
     const double lr = tfd_test::single_process_loss(x, y, split.xa, split.ya, steps);
     std::printf("ps lost %s: %s final loss %.6f, one process after %d steps %.6f\n", kind.c_str(), spec.task.name().c_str(), last,
                 steps, lr);
-    expect(last <= 1.1 * lr + 1e-3, kind + ": final loss " + std::to_string(last) + " above the single-process " + std::to_string(lr));
+    // Sync training with a backup worker sums the first 2 of 3 workers' pushes
+    // each step until worker 2 dies, and which 2 depends on timing: the final
+    // loss of `dead_sync` varies from run to run (0.44 to 0.58 in 40 runs,
+    // against 0.500 for one process). A NaN shard summed, the failure this
+    // checks, gives a NaN loss, which fails any bound.
+    const double slack = kind == "dead_sync" ? 1.3 : 1.1;
+    expect(last <= slack * lr + 1e-3,
+           kind + ": final loss " + std::to_string(last) + " above the single-process " + std::to_string(lr));
 }
 
 }  // namespace
