@@ -151,8 +151,16 @@ public:
         t.dims_ = d;
         return t;
     }
-    /// True when no other tensor shares these elements.
-    bool unique() const noexcept { return data_.use_count() == 1; }
+    /// True when no other tensor shares these elements. When true, what the
+    /// last other holder did with them (on any thread) happened before: the
+    /// caller may overwrite them.
+    bool unique() const noexcept {
+        if (!data_) return false;
+        // A copy made and dropped first: its count increment reads the last
+        // other holder's release (use_count() alone is a relaxed load).
+        (void)std::shared_ptr<T[]>(data_);
+        return data_.use_count() == 1;
+    }
 
 private:
     template <class... I>

@@ -392,11 +392,8 @@ template <class T>
 struct result_ops {
     static void* prepare(void* r, const dims& d) {
         auto& t = *static_cast<tensor<T>*>(r);
-        // A copy made and dropped before unique(): its count increment reads
-        // the release of the last holder, who may have read the elements on
-        // another thread (a plan that moved between threads of concurrent
-        // runs), so the writes below happen after those reads.
-        if (!t.empty()) (void)tensor<T>(t);
+        // unique() also orders the writes below after the last holder's reads
+        // (a plan that moved between the threads of concurrent runs)
         if (t.empty() || !t.unique() || !(t.dims() == d)) t = tensor<T>(d);
         return t.data();
     }
