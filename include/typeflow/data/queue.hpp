@@ -133,16 +133,6 @@ struct priority_order {
     }
 };
 
-// The rows [r0, r0 + n) of a tensor whose axis 0 is the batch axis, copied.
-template <class T>
-tensor<T> copy_rows(const tensor<T>& t, index_t r0, index_t n) {
-    dims d = t.dims();
-    const index_t row = d.d[0] == 0 ? 0 : t.size() / d.d[0];
-    d.d[0] = n;
-    tensor<T> out(d);
-    if (n * row != 0) std::memcpy(static_cast<void*>(out.data()), t.data() + r0 * row, static_cast<std::size_t>(n * row) * sizeof(T));
-    return out;
-}
 }  // namespace detail
 
 /// A bounded queue of elements std::tuple<tf::tensor<T>...>, safe to use
@@ -255,13 +245,13 @@ protected:
     index_t keep_ = 0;
 
 private:
+    // row r of a tensor whose axis 0 is the batch axis, copied
     template <class U>
     static tensor<U> row_of(const tensor<U>& t, index_t r) {
-        tensor<U> row = detail::copy_rows(t, r, 1);
-        dims d;
-        d.rank = t.dims().rank - 1;
-        for (std::size_t k = 1; k < t.dims().rank; ++k) d.d[k - 1] = t.dims().d[k];
-        return row.reshaped(d);
+        tensor<U> row(data::detail::row_dims(t.dims()));
+        const std::size_t n = static_cast<std::size_t>(row.size());
+        if (n) std::memcpy(static_cast<void*>(row.data()), t.data() + static_cast<std::size_t>(r) * n, n * sizeof(U));
+        return row;
     }
     // Every component's extents against the queue's shapes (with a leading
     // batch axis for enqueue_many, whose extent all components share).
@@ -349,9 +339,13 @@ private:
                 lock.lock();
             }
         }
-        return [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return element(stack<I>(taken)...);
+        // stacked on a new axis 0 (the extents were checked as elements were taken)
+        const index_t k = static_cast<index_t>(taken.size());
+        element out = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return element(tensor<T>(data::detail::with_leading(k, std::get<I>(taken.front()).dims()))...);
         }(std::index_sequence_for<T...>{});
+        for (index_t r = 0; r < k; ++r) data::detail::copy_row(out, r, taken[static_cast<std::size_t>(r)], what);
+        return out;
     }
     // the first component whose extents differ between a and b (components if none)
     static std::size_t differing_component(const element& a, const element& b) {
@@ -368,23 +362,6 @@ private:
         }(std::index_sequence_for<T...>{});
         return d;
     }
-    template <std::size_t I>
-    static auto stack(const std::vector<element>& taken) {
-        using U = std::tuple_element_t<I, std::tuple<T...>>;
-        const dims row = std::get<I>(taken.front()).dims();
-        dims d;
-        d.rank = row.rank + 1;
-        d.d[0] = static_cast<index_t>(taken.size());
-        for (std::size_t a = 0; a < row.rank; ++a) d.d[a + 1] = row.d[a];
-        tensor<U> out(d);
-        const index_t n = row.numel();
-        for (std::size_t r = 0; r < taken.size(); ++r) {
-            const tensor<U>& t = std::get<I>(taken[r]);
-            if (n) std::memcpy(static_cast<void*>(out.data() + static_cast<index_t>(r) * n), t.data(), static_cast<std::size_t>(n) * sizeof(U));
-        }
-        return out;
-    }
-
     mutable std::mutex m_;
     std::condition_variable can_put_, can_take_;
     Order order_;
