@@ -27,6 +27,7 @@
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
+#include <typeflow/expr/ops/cond.hpp>
 #include <typeflow/expr/ops/control.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/conv.hpp>
@@ -59,6 +60,7 @@
 #include <typeflow/backend/eigen/interop.hpp>
 #include <typeflow/backend/eigen/ops/apply.hpp>
 #include <typeflow/backend/eigen/ops/array.hpp>
+#include <typeflow/backend/eigen/ops/cond.hpp>
 #include <typeflow/backend/eigen/ops/conv.hpp>
 #include <typeflow/backend/eigen/ops/gather.hpp>
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>

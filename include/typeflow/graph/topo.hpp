@@ -120,7 +120,7 @@ constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t con
                          std::index_sequence<I...>) {
     if constexpr (sizeof...(I) > 0) {
         std::size_t j = 0;
-        ((e[k++] = edge{p, I, j < control, ((extents_only >> j) & 1u) != 0}, ++j), ...);
+        ((e[k++] = edge{p, I, j < control, j < 32 && ((extents_only >> j) & 1u) != 0}, ++j), ...);
     } else {
         (void)e, (void)k, (void)p, (void)control, (void)extents_only;
     }

@@ -110,6 +110,7 @@ struct node_desc {
     bool placeholder = false;
     bool variable = false;
     bool scalar = false;  // one element by its static shape
+    bool conditional = false;  // a cond: children pred, then, else (only the taken branch's own nodes run)
     extent_rule rule = extent_rule::leaf;
     std::size_t children = 0;
     std::size_t control_inputs = 0;
@@ -249,6 +250,24 @@ private:
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
 
+    // ---- conds: branch contexts ----
+    // Each instance runs in a context: 0 (always) or a side of a cond, keyed
+    // by (the cond's context, its predicate's instance, then or else), so
+    // that conds on one predicate (a cond and its gradient's conds) share
+    // one. An instance several contexts read runs in their common ancestor.
+    // A cond, before its kernel, runs the instances of its taken side that
+    // precede it; the others of that context run at a later cond of it.
+    struct branch_ctx {
+        std::uint32_t parent = 0, pred = 0, side = 0, depth = 0;
+    };
+    void plan_branches();
+    std::uint32_t intern_ctx(std::uint32_t parent, std::uint32_t pred, std::uint32_t side);
+    std::uint32_t common_ctx(std::uint32_t a, std::uint32_t b) const;
+    // computes instance k of node i (a cond first runs its taken side)
+    void compute(std::size_t i, std::uint32_t k, run_stats& stats);
+    // runs the instances of context x that precede node `limit` and have not run
+    void run_branch(std::uint32_t x, std::size_t limit, run_stats& stats);
+
     template <class T>
     using array = typeflow::detail::pod_vector<T>;
     const subgraph* top_;
@@ -303,6 +322,15 @@ private:
     void* work_ = nullptr;                       // kernel workspace (detail::allocate_buffer)
     std::size_t work_bytes_ = 0;
     array<std::size_t> last_;
+    bool has_conds_ = false;
+    array<branch_ctx> ctxs_;             // 0: always
+    array<std::uint32_t> ctx_;           // per instance: its context
+    array<std::uint32_t> side_ctx_;      // per instance: a cond's then and else contexts
+    array<std::uint32_t> ctx_first_;     // per context: its computed instances in ctx_list_, in run order
+    array<std::uint32_t> ctx_list_;
+    array<std::uint32_t> cursor_;        // per context, in a run: the next of its instances to run
+    array<std::size_t> estep_, elast_;   // per instance in a branch: the step it runs at, its last read
+    array<std::uint8_t> ran_;            // per instance, in a run: computed
     struct arena_block {  // from its memory space, zeroed
         const memory_space* mem = nullptr;
         std::byte* p = nullptr;
@@ -537,6 +565,7 @@ struct op_desc {
         .kind = Op::kind,
         .pure = Pure,
         .scalar = S::numel == 1,
+        .conditional = requires { Op::conditional; },
         .rule = rule,
         .children = arity,
         .control_inputs = Control,

@@ -4,6 +4,7 @@
 #include <typeflow/backend/reference/fused.hpp>
 #include <typeflow/backend/reference/ops/apply.hpp>
 #include <typeflow/backend/reference/ops/array.hpp>
+#include <typeflow/backend/reference/ops/cond.hpp>
 #include <typeflow/backend/reference/ops/conv.hpp>
 #include <typeflow/backend/reference/ops/gather.hpp>
 #include <typeflow/backend/reference/ops/gradient_ops.hpp>

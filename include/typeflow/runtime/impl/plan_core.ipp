@@ -171,6 +171,8 @@ TYPEFLOW_DECL void plan_core::finish() {
                 break;
             }
     }
+    // conds: which instances run only in a branch, and when
+    plan_branches();
     // a shared instance lives until the last reader in any segment, and so does
     // what it aliases (a view's source, a forwarding kernel's child 0)
     for (bool grew = !shared_.empty(); grew;) {
@@ -267,32 +269,16 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             else in.ptr = in.buf;
         }
     }
-    // 5. compute, in topological order
+    // 5. compute, in topological order (an instance in a branch runs in its cond's step)
     stats.evaluations = 0;
+    if (has_conds_) {
+        for (std::size_t x = 0; x + 1 < ctx_first_.size(); ++x) cursor_[x] = ctx_first_[x];
+        for (std::uint8_t& r : ran_) r = 0;
+    }
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
-        const node_desc& d = *desc_[i];
-        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
-            instance& in = insts_[k];
-            if (d.forwards && forwarded_[k]) {  // its result is its child 0's elements: copied only when fetched
-                if (in.buf && bytes_of(k)) std::memcpy(in.buf, in.ptr, bytes_of(k));
-                continue;
-            }
-            if (d.kind == op_kind::elementwise) {
-                for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
-                region_fn_[i](regions_[k], base_.data(), in.buf, par_);
-            } else {
-                for (std::size_t j = 0; j < d.children; ++j) {
-                    in_ptr_[j] = insts_[child_ref(in, j)].ptr;
-                    in_dims_[j] = &dims_[child_ref(in, j)];
-                }
-                for (std::size_t o = 1; o < d.outputs; ++o)
-                    out_ptr_[o - 1] = static_cast<std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
-                d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()}, in.buf);
-            }
-            ++stats.evaluations;
-            if (flags_[i].immediate_write) write(i, in);
-        }
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
+            if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
         if (hook && ready_after_[i]) report_ready(*hook, i);
     }
     // 6. fetched leaves and views are copied out
@@ -303,15 +289,160 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
     if (hook) report_ready(*hook, n_);
-    // 7. writes of assigns, in topological order (the later of two writes wins)
+    // 7. writes of assigns, in topological order (the later of two writes wins; a branch not taken writes nothing)
     for (std::size_t i = 0; i < n_; ++i)
         if (flags_[i].assign && !flags_[i].immediate_write)
-            for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) write(i, insts_[k]);
+            for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
+                if (!has_conds_ || ctx_[k] == 0 || ran_[k]) write(i, insts_[k]);
     stats.arena_bytes = arena_bytes_;
     // 8. a node fetched twice: every such result shares the first one's tensor
     for (fetch& f : fetches_)
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data()))
             f.fns->share(f.result, fetches_[f.primary].result);
+}
+
+TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_stats& stats) {
+    const node_desc& d = *desc_[i];
+    instance& in = insts_[k];
+    if (has_conds_) ran_[k] = 1;
+    if (d.forwards && forwarded_[k]) {  // its result is its child 0's elements: copied only when fetched
+        if (in.buf && bytes_of(k)) std::memcpy(in.buf, in.ptr, bytes_of(k));
+        return;
+    }
+    if (d.kind == op_kind::elementwise) {
+        for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
+        region_fn_[i](regions_[k], base_.data(), in.buf, par_);
+    } else {
+        if (d.conditional) {  // the taken side's own instances first
+            const bool p = *static_cast<const bool*>(insts_[child_ref(in, 0)].ptr);
+            run_branch(side_ctx_[2 * std::size_t{k} + (p ? 0 : 1)], i, stats);
+        }
+        for (std::size_t j = 0; j < d.children; ++j) {
+            in_ptr_[j] = insts_[child_ref(in, j)].ptr;
+            in_dims_[j] = &dims_[child_ref(in, j)];
+        }
+        for (std::size_t o = 1; o < d.outputs; ++o)
+            out_ptr_[o - 1] = static_cast<std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
+        d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()}, in.buf);
+    }
+    ++stats.evaluations;
+    if (flags_[i].immediate_write) write(i, in);
+}
+
+TYPEFLOW_DECL void plan_core::run_branch(std::uint32_t x, std::size_t limit, run_stats& stats) {
+    std::uint32_t& c = cursor_[x];
+    while (c < ctx_first_[x + 1] && insts_[ctx_list_[c]].node < limit) {
+        const std::uint32_t k = ctx_list_[c++];
+        compute(insts_[k].node, k, stats);
+    }
+}
+
+TYPEFLOW_DECL std::uint32_t plan_core::intern_ctx(std::uint32_t parent, std::uint32_t pred, std::uint32_t side) {
+    for (std::size_t x = 1; x < ctxs_.size(); ++x)
+        if (ctxs_[x].parent == parent && ctxs_[x].pred == pred && ctxs_[x].side == side) return static_cast<std::uint32_t>(x);
+    ctxs_.push_back({parent, pred, side, ctxs_[parent].depth + 1});
+    return static_cast<std::uint32_t>(ctxs_.size() - 1);
+}
+
+TYPEFLOW_DECL std::uint32_t plan_core::common_ctx(std::uint32_t a, std::uint32_t b) const {
+    while (ctxs_[a].depth > ctxs_[b].depth) a = ctxs_[a].parent;
+    while (ctxs_[b].depth > ctxs_[a].depth) b = ctxs_[b].parent;
+    while (a != b) {
+        a = ctxs_[a].parent;
+        b = ctxs_[b].parent;
+    }
+    return a;
+}
+
+TYPEFLOW_DECL void plan_core::plan_branches() {
+    const std::size_t ni = insts_.size();
+    for (const instance& in : insts_) has_conds_ = has_conds_ || desc_[in.node]->conditional;
+    if (!has_conds_) return;
+    // 1. contexts, readers before children (an instance's readers were made after it)
+    ctxs_.push_back({});
+    ctx_.assign(ni, none);
+    side_ctx_.assign(2 * ni, none);
+    for (const fetch& f : fetches_) ctx_[f.inst] = 0;
+    for (std::size_t r = ni; r-- > 0;) {
+        const instance& in = insts_[r];
+        const node_desc& d = *desc_[in.node];
+        if (ctx_[r] == none) ctx_[r] = 0;
+        for (std::size_t j = 0; j < d.children; ++j) {
+            std::uint32_t x = ctx_[r];
+            if (d.conditional && j >= 3) continue;  // the leaves the gradient flows to: extents only
+            if (d.conditional && j > 0) {
+                std::uint32_t& s = side_ctx_[2 * r + j - 1];
+                if (s == none) s = intern_ctx(ctx_[r], child_ref(in, 0), static_cast<std::uint32_t>(j - 1));
+                x = s;
+            }
+            const std::uint32_t c = child_ref(in, j);
+            ctx_[c] = ctx_[c] == none ? x : common_ctx(ctx_[c], x);
+        }
+    }
+    // 2. each context's instances and the conds that run them (its owners), in run order
+    const std::size_t nc = ctxs_.size();
+    array<std::uint32_t> order;  // instances in run order
+    for (std::size_t i = 0; i < n_; ++i)
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) order.push_back(k);
+    array<std::uint32_t> all_first(nc + 1), own_first(nc + 1);
+    ctx_first_.assign(nc + 1, 0);
+    for (std::uint32_t k : order) {
+        ++all_first[ctx_[k] + 1];
+        if (computed(insts_[k].node) && ctx_[k] != 0) ++ctx_first_[ctx_[k] + 1];
+        for (std::size_t s = 0; s < 2; ++s)
+            if (side_ctx_[2 * k + s] != none) ++own_first[side_ctx_[2 * k + s] + 1];
+    }
+    for (std::size_t x = 0; x < nc; ++x) {
+        all_first[x + 1] += all_first[x];
+        own_first[x + 1] += own_first[x];
+        ctx_first_[x + 1] += ctx_first_[x];
+    }
+    array<std::uint32_t> all(ni), owners(own_first[nc]);
+    ctx_list_.resize(ctx_first_[nc]);
+    {
+        array<std::uint32_t> a(all_first), o(own_first), l(ctx_first_);
+        for (std::uint32_t k : order) {
+            all[a[ctx_[k]]++] = k;
+            if (computed(insts_[k].node) && ctx_[k] != 0) ctx_list_[l[ctx_[k]]++] = k;
+            for (std::size_t s = 0; s < 2; ++s)
+                if (side_ctx_[2 * k + s] != none) owners[o[side_ctx_[2 * k + s]]++] = k;
+        }
+    }
+    cursor_.resize(nc);
+    ran_.assign(ni, 0);
+    // 3. the step each instance runs at: its node's for context 0; else that of the
+    // first owner after it (parents' contexts are numbered before their sides)
+    estep_.assign(ni, 0);
+    for (std::uint32_t k : order) estep_[k] = insts_[k].node;
+    for (std::size_t x = 1; x < nc; ++x) {
+        std::uint32_t o = own_first[x];
+        for (std::uint32_t a = all_first[x]; a < all_first[x + 1]; ++a) {
+            const std::uint32_t k = all[a];
+            while (o + 1 < own_first[x + 1] && insts_[owners[o]].node < insts_[k].node) ++o;
+            estep_[k] = estep_[owners[o]];
+        }
+    }
+    // 4. lifetimes: an instance in a branch lives from its step to its last reader's;
+    // an instance of context 0 that a branch reads lives until that read
+    elast_.assign(ni, 0);
+    for (std::size_t k = 0; k < ni; ++k)
+        if (ctx_[k] != 0) elast_[k] = estep_[k];
+    for (std::size_t r = ni; r-- > 0;) {
+        const instance& in = insts_[r];
+        const node_desc& d = *desc_[in.node];
+        // a view, a fused node or a forwarding kernel reads its children as long as it is read
+        const bool alias = d.kind == op_kind::view || !flags_[in.node].materialized || d.forwards;
+        for (std::size_t j = 0; j < d.children; ++j) {
+            if (d.conditional && j >= 3) continue;
+            if (edges_[first_edge_[in.node] + j].extents_only) continue;
+            const std::uint32_t c = child_ref(in, j);
+            if (ctx_[r] == 0 && ctx_[c] == 0) continue;  // the node-level lifetimes hold
+            const std::size_t step = ctx_[r] == 0 ? (alias ? last_[in.node] : in.node) : (alias ? elast_[r] : estep_[r]);
+            if (ctx_[c] != 0) elast_[c] = std::max(elast_[c], step);
+            else last_[insts_[c].node] = std::max(last_[insts_[c].node], step);
+        }
+    }
+    extend_aliased();
 }
 
 TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
@@ -475,7 +606,8 @@ TYPEFLOW_DECL void plan_core::rebind() {
                                             << ", take more than " << max_tensor_bytes << " bytes together");
                 bytes += more;
             }
-            reqs.push_back({bytes, i, flags_[i].assign ? n_ : last_[i], 0});
+            const bool branch = has_conds_ && ctx_[k] != 0;
+            reqs.push_back({bytes, branch ? estep_[k] : i, flags_[i].assign ? n_ : branch ? elast_[k] : last_[i], 0});
             owner.push_back(k);
         }
     }
