@@ -268,3 +268,13 @@ TEST_CASE("cond errors: a missing predicate, branch extents that differ in a run
     auto r = s.run(y, tf::feed(p, flag(false)), tf::feed(u, u3), tf::feed(v, v3));  // nothing lost
     CHECK(r[2] == 6.f);
 }
+
+TEST_CASE("cond on the reference device", "[control][cond][reference]") {
+    tf::placeholder<"p", bool, tf::shape<>, tf::reference> p;
+    tf::placeholder<"x", float, tf::shape<3>, tf::reference> x;
+    auto y = tf::cond(p, [&] { return x * 2.f; }, [&] { return x - 1.f; });
+    tf::session s;
+    tf::tensor<float> xb({3}, {1, 2, 3});
+    CHECK(s.run(y, tf::feed(p, flag(true)), tf::feed(x, xb))[2] == 6.f);
+    CHECK(s.run(y, tf::feed(p, flag(false)), tf::feed(x, xb))[2] == 2.f);
+}

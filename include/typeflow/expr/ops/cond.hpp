@@ -141,11 +141,11 @@ struct leaf_finder {
     }
 };
 template <class P, class A, class B, class... Ls>
-auto make_cond(const P& p, const A& a, const B& b, meta::list<Ls...>) {
+decltype(auto) make_cond(const P& p, const A& a, const B& b, meta::list<Ls...>) {
     leaf_finder<Ls...> f;
     f.visit(a);
     f.visit(b);
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) -> decltype(auto) {
         return make_node<op::cond>(p, a, b, *static_cast<const Ls*>(f.found[K])...);
     }(std::index_sequence_for<Ls...>{});
 }
@@ -181,8 +181,10 @@ decltype(auto) cond(const P& pred, Then then_fn, Else else_fn) {
         return then_fn();
     } else if constexpr (detail::is_misuse_v<B>) {
         return else_fn();
-    } else {
+    } else if constexpr (!expression<A> || !expression<B>) {
         static_assert(expression<A> && expression<B>, "typeflow: cond: each branch must return a graph expression");
+        return pred;
+    } else {
         const A a = then_fn();
         const B b = else_fn();
         using L = typename detail::cond_leaves<graph::topo_t<A, B>>::type;

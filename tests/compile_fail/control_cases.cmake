@@ -1,0 +1,16 @@
+# Compile-fail cases of tf::cond and tf::switch_case (control_cases.cpp;
+# include()d from CMakeLists.txt beside this file, which defines
+# typeflow_compile_fail). Each first error line names both shapes or dtypes.
+set(_s "typeflow::shape")
+typeflow_compile_fail(cond_shapes control_cases.cpp TF_FAIL_cond_shapes
+  "cond_branch_shapes_differ<${_s}<2, 3>, ${_s}<3, 2> >")
+typeflow_compile_fail(cond_dtypes control_cases.cpp TF_FAIL_cond_dtypes
+  "cond_branch_dtypes_differ<float, double>")
+typeflow_compile_fail(cond_predicate_shape control_cases.cpp TF_FAIL_cond_predicate_shape
+  "cond_predicate_is_not_a_scalar_bool<bool, ${_s}<3> >")
+typeflow_compile_fail(cond_predicate_dtype control_cases.cpp TF_FAIL_cond_predicate_dtype
+  "cond_predicate_is_not_a_scalar_bool<float, ${_s}<> >")
+typeflow_compile_fail(cond_not_expression control_cases.cpp TF_FAIL_cond_not_expression
+  "typeflow: cond: each branch must return a graph expression")
+typeflow_compile_fail(switch_index control_cases.cpp TF_FAIL_switch_index
+  "switch_case_index_is_not_a_scalar_integer<float, ${_s}<> >")

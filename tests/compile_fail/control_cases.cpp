@@ -1,0 +1,52 @@
+// Compile-fail cases of tf::cond and tf::switch_case (expr/ops/cond.hpp):
+// each TF_FAIL_<name> block is one misuse that must not compile; the first
+// error line names the problem and both shapes or dtypes (control_cases.cmake
+// beside this file). Without a define, everything here compiles: the
+// positive control.
+#include <cstdint>
+
+#include <typeflow/typeflow.hpp>
+
+namespace tf = typeflow;
+
+int main() {
+    tf::placeholder<"p", bool, tf::shape<>> p;
+    tf::placeholder<"pv", bool, tf::shape<3>> pv;
+    tf::placeholder<"pf", float, tf::shape<>> pf;
+    tf::placeholder<"i", std::int32_t, tf::shape<>> i;
+    tf::placeholder<"x", float, tf::shape<2, 3>> x;
+    tf::placeholder<"xd", float, tf::shape<tf::dyn, 3>> xd;
+    tf::placeholder<"xx", double, tf::shape<2, 3>> xx;
+
+    // the valid twins of the cases below
+    auto ok_cond = tf::cond(p, [&] { return x * 2.f; }, [&] { return x + 1.f; });
+    auto ok_dyn = tf::cond(p, [&] { return x * 2.f; }, [&] { return xd + 1.f; });  // [2,3] and [?,3] agree
+    auto ok_switch = tf::switch_case(i, [&] { return x; }, [&] { return -x; });
+    (void)ok_cond, (void)ok_dyn, (void)ok_switch;
+
+#ifdef TF_FAIL_cond_shapes
+    auto bad = tf::cond(p, [&] { return x; }, [&] { return tf::transpose(x); });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_cond_dtypes
+    auto bad = tf::cond(p, [&] { return x; }, [&] { return xx; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_cond_predicate_shape
+    auto bad = tf::cond(pv, [&] { return x; }, [&] { return x; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_cond_predicate_dtype
+    auto bad = tf::cond(pf, [&] { return x; }, [&] { return x; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_cond_not_expression
+    auto bad = tf::cond(p, [&] { return 1.f; }, [&] { return x; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_switch_index
+    auto bad = tf::switch_case(pf, [&] { return x; }, [&] { return x; });
+    (void)bad;
+#endif
+    return 0;
+}
