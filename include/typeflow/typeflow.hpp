@@ -35,6 +35,7 @@
 #include <typeflow/expr/ops/group.hpp>
 #include <typeflow/expr/ops/linalg.hpp>
 #include <typeflow/expr/ops/logical.hpp>
+#include <typeflow/expr/ops/loop.hpp>
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/nn.hpp>
@@ -66,6 +67,7 @@
 #include <typeflow/backend/eigen/ops/gradient_ops.hpp>
 #include <typeflow/backend/eigen/ops/group.hpp>
 #include <typeflow/backend/eigen/ops/linalg.hpp>
+#include <typeflow/backend/eigen/ops/loop.hpp>
 #include <typeflow/backend/eigen/ops/matmul.hpp>
 #include <typeflow/backend/eigen/ops/nn.hpp>
 #include <typeflow/backend/eigen/ops/normalization.hpp>

@@ -1,4 +1,4 @@
-# Compile-fail cases of tf::cond and tf::switch_case (control_cases.cpp;
+# Compile-fail cases of tf::cond, tf::switch_case, tf::while_loop and tf::scan (control_cases.cpp;
 # include()d from CMakeLists.txt beside this file, which defines
 # typeflow_compile_fail). Each first error line names both shapes or dtypes.
 set(_s "typeflow::shape")
@@ -14,3 +14,11 @@ typeflow_compile_fail(cond_not_expression control_cases.cpp TF_FAIL_cond_not_exp
   "typeflow: cond: each branch must return a graph expression")
 typeflow_compile_fail(switch_index control_cases.cpp TF_FAIL_switch_index
   "switch_case_index_is_not_a_scalar_integer<float, ${_s}<> >")
+typeflow_compile_fail(while_body_shape control_cases.cpp TF_FAIL_while_body_shape
+  "while_loop_body_changes_the_shape<${_s}<2, 3>, ${_s}<3, 2> >")
+typeflow_compile_fail(while_body_dtype control_cases.cpp TF_FAIL_while_body_dtype
+  "while_loop_body_changes_the_dtype<float, double>")
+typeflow_compile_fail(while_condition control_cases.cpp TF_FAIL_while_condition
+  "while_loop_condition_is_not_a_scalar_bool<float, ${_s}<> >")
+typeflow_compile_fail(scan_scalar control_cases.cpp TF_FAIL_scan_scalar
+  "scan_elems_have_no_leading_axis<${_s}<> >")

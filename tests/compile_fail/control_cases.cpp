@@ -1,4 +1,5 @@
-// Compile-fail cases of tf::cond and tf::switch_case (expr/ops/cond.hpp):
+// Compile-fail cases of tf::cond, tf::switch_case (expr/ops/cond.hpp),
+// tf::while_loop and tf::scan (expr/ops/loop.hpp):
 // each TF_FAIL_<name> block is one misuse that must not compile; the first
 // error line names the problem and both shapes or dtypes (control_cases.cmake
 // beside this file). Without a define, everything here compiles: the
@@ -22,7 +23,9 @@ int main() {
     auto ok_cond = tf::cond(p, [&] { return x * 2.f; }, [&] { return x + 1.f; });
     auto ok_dyn = tf::cond(p, [&] { return x * 2.f; }, [&] { return xd + 1.f; });  // [2,3] and [?,3] agree
     auto ok_switch = tf::switch_case(i, [&] { return x; }, [&] { return -x; });
-    (void)ok_cond, (void)ok_dyn, (void)ok_switch;
+    auto ok_while = tf::while_loop([](const auto& v) { return tf::sum(v) < 9.f; }, [](const auto& v) { return v * 2.f; }, x, 5);
+    auto ok_scan = tf::scan([](const auto& a, const auto& r) { return a + r; }, xd, tf::sum<0>(x));
+    (void)ok_cond, (void)ok_dyn, (void)ok_switch, (void)ok_while, (void)ok_scan;
 
 #ifdef TF_FAIL_cond_shapes
     auto bad = tf::cond(p, [&] { return x; }, [&] { return tf::transpose(x); });
@@ -46,6 +49,22 @@ int main() {
 #endif
 #ifdef TF_FAIL_switch_index
     auto bad = tf::switch_case(pf, [&] { return x; }, [&] { return x; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_body_shape
+    auto bad = tf::while_loop([](const auto&) { return tf::literal<bool, 1>{}; }, [](const auto& v) { return tf::transpose(v); }, x, 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_body_dtype
+    auto bad = tf::while_loop([](const auto&) { return tf::literal<bool, 1>{}; }, [](const auto& v) { return tf::cast<double>(v); }, x, 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_condition
+    auto bad = tf::while_loop([](const auto& v) { return tf::sum(v); }, [](const auto& v) { return v; }, x, 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_scan_scalar
+    auto bad = tf::scan([](const auto& a, const auto& r) { return a + r; }, pf, pf);
     (void)bad;
 #endif
     return 0;

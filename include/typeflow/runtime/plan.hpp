@@ -111,6 +111,7 @@ struct node_desc {
     bool variable = false;
     bool scalar = false;  // one element by its static shape
     bool conditional = false;  // a cond: children pred, then, else (only the taken branch's own nodes run)
+    std::uint8_t loop = 0;     // 1 while_loop, 2 scan: children var, counter, body, cond, limit
     extent_rule rule = extent_rule::leaf;
     std::size_t children = 0;
     std::size_t control_inputs = 0;
@@ -267,6 +268,12 @@ private:
     void compute(std::size_t i, std::uint32_t k, run_stats& stats);
     // runs the instances of context x that precede node `limit` and have not run
     void run_branch(std::uint32_t x, std::size_t limit, run_stats& stats);
+    // the iterations of loop instance k (before its kernel)
+    void run_loop(std::uint32_t k, run_stats& stats);
+    // loops: the instances of a loop's contexts that depend on neither its variable nor
+    // its counter run once, before it (in the loop's parent context)
+    void hoist_invariants();
+    bool in_loop_ctx(std::uint32_t x, std::uint32_t body, std::uint32_t cond) const;
 
     template <class T>
     using array = typeflow::detail::pod_vector<T>;
@@ -331,6 +338,8 @@ private:
     array<std::uint32_t> cursor_;        // per context, in a run: the next of its instances to run
     array<std::size_t> estep_, elast_;   // per instance in a branch: the step it runs at, its last read
     array<std::uint8_t> ran_;            // per instance, in a run: computed
+    array<std::uint32_t> reset_first_;   // per instance: a loop's contexts (and those inside them) in reset_list_
+    array<std::uint32_t> reset_list_;
     struct arena_block {  // from its memory space, zeroed
         const memory_space* mem = nullptr;
         std::byte* p = nullptr;
@@ -566,6 +575,10 @@ struct op_desc {
         .pure = Pure,
         .scalar = S::numel == 1,
         .conditional = requires { Op::conditional; },
+        .loop = [] {
+            if constexpr (requires { Op::loop_kind; }) return std::uint8_t{Op::loop_kind};
+            else return std::uint8_t{0};
+        }(),
         .rule = rule,
         .children = arity,
         .control_inputs = Control,

@@ -10,6 +10,7 @@
 #include <typeflow/backend/reference/ops/gradient_ops.hpp>
 #include <typeflow/backend/reference/ops/group.hpp>
 #include <typeflow/backend/reference/ops/linalg.hpp>
+#include <typeflow/backend/reference/ops/loop.hpp>
 #include <typeflow/backend/reference/ops/matmul.hpp>
 #include <typeflow/backend/reference/ops/nn.hpp>
 #include <typeflow/backend/reference/ops/normalization.hpp>

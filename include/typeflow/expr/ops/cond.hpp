@@ -149,12 +149,24 @@ decltype(auto) make_cond(const P& p, const A& a, const B& b, meta::list<Ls...>) 
         return make_node<op::cond>(p, a, b, *static_cast<const Ls*>(f.found[K])...);
     }(std::index_sequence_for<Ls...>{});
 }
-// The adjoint of leaf x through branch e, whose adjoint is g (a constant here).
+// The adjoint of x through y, when y's adjoint is `seed` (an expression of
+// y's extents that is not part of y's graph, so the cost's own graph is all
+// that grad walks).
+template <class Y, class S, class X>
+auto seeded_grad(const Y& y, const S& seed, const X& x) {
+    if constexpr (autodiff::has_erased<typename graph::graph_of<Y>::nodes>::value) {
+        return grad(sum(y * stop_gradient(seed)), x);  // through tf::expr: at run time
+    } else {
+        autodiff::builder<Y, S> b(y, seed);
+        return b.of(x);
+    }
+}
+// The adjoint of leaf x through branch e, whose adjoint is g.
 template <class E, class G, class X>
 auto branch_adjoint(const E& e, const G& g, const X& x) {
     if constexpr (std::is_floating_point_v<value_type_t<E>> &&
                   meta::index_of<graph::topo_t<E>, X>::value < graph::topo_t<E>::size)
-        return grad(sum(e * g), x);
+        return seeded_grad(e, broadcast_like(g, e), x);
     else
         return broadcast_like(literal<value_type_t<X>, 0, 1, device_t<X>>{}, x);
 }
@@ -235,9 +247,8 @@ struct gradient<op::cond> {
             return ad::zero{};
         } else {
             const auto& x = n.template child<I>();
-            const auto sg = stop_gradient(g);
-            const auto ga = detail::branch_adjoint(n.template child<1>(), sg, x);
-            const auto gb = detail::branch_adjoint(n.template child<2>(), sg, x);
+            const auto ga = detail::branch_adjoint(n.template child<1>(), g, x);
+            const auto gb = detail::branch_adjoint(n.template child<2>(), g, x);
             return cond(n.template child<0>(), [&] { return ga; }, [&] { return gb; });
         }
     }

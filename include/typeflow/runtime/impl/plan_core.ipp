@@ -317,6 +317,7 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
             const bool p = *static_cast<const bool*>(insts_[child_ref(in, 0)].ptr);
             run_branch(side_ctx_[2 * std::size_t{k} + (p ? 0 : 1)], i, stats);
         }
+        if (d.loop) run_loop(k, stats);
         for (std::size_t j = 0; j < d.children; ++j) {
             in_ptr_[j] = insts_[child_ref(in, j)].ptr;
             in_dims_[j] = &dims_[child_ref(in, j)];
@@ -334,6 +335,59 @@ TYPEFLOW_DECL void plan_core::run_branch(std::uint32_t x, std::size_t limit, run
     while (c < ctx_first_[x + 1] && insts_[ctx_list_[c]].node < limit) {
         const std::uint32_t k = ctx_list_[c++];
         compute(insts_[k].node, k, stats);
+    }
+}
+
+TYPEFLOW_DECL void plan_core::run_loop(std::uint32_t k, run_stats& stats) {
+    const instance& in = insts_[k];
+    const node_desc& d = *desc_[in.node];
+    const std::uint32_t var = child_ref(in, 0), body = child_ref(in, 2), cnd = child_ref(in, 3), lim = child_ref(in, 4);
+    auto* counter = static_cast<std::int32_t*>(const_cast<void*>(insts_[child_ref(in, 1)].ptr));
+    void* state = const_cast<void*>(insts_[var].ptr);
+    const std::size_t bytes = bytes_of(var);
+    const std::int64_t trips = d.loop == 2 ? dims_[lim].d[0] : *static_cast<const std::int64_t*>(insts_[lim].ptr);
+    const std::uint32_t xb = side_ctx_[2 * std::size_t{k}], xc = side_ctx_[2 * std::size_t{k} + 1];
+    // the variable starts from its initial value (two loops of one type may share their variable's node)
+    if (bytes) std::memmove(state, insts_[child_ref(insts_[var], 0)].ptr, bytes);
+    for (std::int64_t t = 0; t < trips; ++t) {
+        *counter = static_cast<std::int32_t>(t);
+        for (std::uint32_t r = reset_first_[k]; r < reset_first_[k + 1]; ++r) cursor_[reset_list_[r]] = ctx_first_[reset_list_[r]];
+        run_branch(xc, in.node, stats);
+        if (!*static_cast<const bool*>(insts_[cnd].ptr)) break;
+        run_branch(xb, in.node, stats);
+        if (bytes) std::memmove(state, insts_[body].ptr, bytes);
+        if (d.loop == 2 && bytes) std::memcpy(static_cast<std::byte*>(in.buf) + static_cast<std::size_t>(t) * bytes, state, bytes);
+    }
+}
+
+TYPEFLOW_DECL bool plan_core::in_loop_ctx(std::uint32_t x, std::uint32_t body, std::uint32_t cond) const {
+    for (; x != 0; x = ctxs_[x].parent)
+        if (x == body || x == cond) return true;
+    return false;
+}
+
+TYPEFLOW_DECL void plan_core::hoist_invariants() {
+    const std::size_t ni = insts_.size();
+    array<std::uint8_t> variant(ni), state(ni);  // state: every loop's variable and counter (re-initialised per run of it)
+    for (std::size_t w = 0; w < ni; ++w)
+        if (desc_[insts_[w].node]->loop) state[child_ref(insts_[w], 0)] = state[child_ref(insts_[w], 1)] = 1;
+    for (std::size_t w = 0; w < ni; ++w) {  // inner loops first (a loop's instance follows those inside it)
+        const instance& lp = insts_[w];
+        if (!desc_[lp.node]->loop) continue;
+        const std::uint32_t xb = side_ctx_[2 * w], xc = side_ctx_[2 * w + 1], parent = ctx_[w];
+        for (std::size_t k = 0; k < ni; ++k) variant[k] = 0;
+        variant[child_ref(lp, 0)] = variant[child_ref(lp, 1)] = 1;
+        for (std::size_t k = 0; k < w; ++k) {
+            if (!in_loop_ctx(ctx_[k], xb, xc) || variant[k]) continue;
+            const instance& in = insts_[k];
+            const node_desc& d = *desc_[in.node];
+            bool fixed = (ctx_[k] == xb || ctx_[k] == xc) && !flags_[in.node].assign && !d.conditional && !d.loop &&
+                         !d.make_state && !state[k];
+            for (std::size_t j = 0; j < d.children && fixed; ++j) fixed = !variant[child_ref(in, j)];
+            // only computed instances move: a fused node, a view or a leaf is read where its reader runs
+            if (fixed && computed(in.node)) ctx_[k] = parent;
+            else if (!fixed) variant[k] = 1;
+        }
     }
 }
 
@@ -356,7 +410,7 @@ TYPEFLOW_DECL std::uint32_t plan_core::common_ctx(std::uint32_t a, std::uint32_t
 
 TYPEFLOW_DECL void plan_core::plan_branches() {
     const std::size_t ni = insts_.size();
-    for (const instance& in : insts_) has_conds_ = has_conds_ || desc_[in.node]->conditional;
+    for (const instance& in : insts_) has_conds_ = has_conds_ || desc_[in.node]->conditional || desc_[in.node]->loop;
     if (!has_conds_) return;
     // 1. contexts, readers before children (an instance's readers were made after it)
     ctxs_.push_back({});
@@ -375,12 +429,27 @@ TYPEFLOW_DECL void plan_core::plan_branches() {
                 if (s == none) s = intern_ctx(ctx_[r], child_ref(in, 0), static_cast<std::uint32_t>(j - 1));
                 x = s;
             }
+            if (d.loop && (j == 2 || j == 3)) {  // a loop's body and condition: contexts of this loop alone
+                std::uint32_t& s = side_ctx_[2 * r + j - 2];
+                if (s == none) s = intern_ctx(ctx_[r], static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(j));
+                x = s;
+            }
             const std::uint32_t c = child_ref(in, j);
             ctx_[c] = ctx_[c] == none ? x : common_ctx(ctx_[c], x);
         }
     }
+    hoist_invariants();
     // 2. each context's instances and the conds that run them (its owners), in run order
     const std::size_t nc = ctxs_.size();
+    // a loop's contexts and those inside them, whose cursors restart at each iteration
+    reset_first_.assign(ni + 1, 0);
+    for (std::size_t k = 0; k < ni; ++k) {
+        reset_first_[k] = static_cast<std::uint32_t>(reset_list_.size());
+        if (!desc_[insts_[k].node]->loop) continue;
+        for (std::uint32_t x = 1; x < nc; ++x)
+            if (in_loop_ctx(x, side_ctx_[2 * k], side_ctx_[2 * k + 1])) reset_list_.push_back(x);
+    }
+    reset_first_[ni] = static_cast<std::uint32_t>(reset_list_.size());
     array<std::uint32_t> order;  // instances in run order
     for (std::size_t i = 0; i < n_; ++i)
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) order.push_back(k);
@@ -436,8 +505,18 @@ TYPEFLOW_DECL void plan_core::plan_branches() {
             if (d.conditional && j >= 3) continue;
             if (edges_[first_edge_[in.node] + j].extents_only) continue;
             const std::uint32_t c = child_ref(in, j);
-            if (ctx_[r] == 0 && ctx_[c] == 0) continue;  // the node-level lifetimes hold
+            // the node-level lifetimes hold between instances of context 0, except below a fused
+            // node or a view whose lifetime a branch extended (a fused node may have several
+            // readers: the instances of one reader type, one of them in a branch)
+            if (ctx_[r] == 0 && ctx_[c] == 0 && !alias) continue;
             const std::size_t step = ctx_[r] == 0 ? (alias ? last_[in.node] : in.node) : (alias ? elast_[r] : estep_[r]);
+            if (ctx_[c] != 0) elast_[c] = std::max(elast_[c], step);
+            else last_[insts_[c].node] = std::max(last_[insts_[c].node], step);
+        }
+        // a loop reads its variable's initial value again when it starts
+        if (d.loop) {
+            const std::uint32_t c = child_ref(insts_[child_ref(in, 0)], 0);
+            const std::size_t step = ctx_[r] == 0 ? in.node : estep_[r];
             if (ctx_[c] != 0) elast_[c] = std::max(elast_[c], step);
             else last_[insts_[c].node] = std::max(last_[insts_[c].node], step);
         }
