@@ -181,3 +181,41 @@ TEST_CASE("scan gradients match finite differences: weights, rows and the initia
     auto last = tf::sum(tf::gather(hs, tf::literal<std::int32_t, 3>{}));
     TFTEST_CHECK_GRAD("scan, last step", last, W, b, xs, h0);
 }
+
+TEST_CASE("scan gradients over a dyn length: finite differences, and work linear in the length", "[control][scan][grad]") {
+    tf::placeholder<"xs", double, tf::shape<tf::dyn, 3>> xs;
+    tf::variable<"W", double, tf::shape<3, 3>> W{tf::init::normal{0.0, 0.5, 41}};
+    tf::variable<"h0", double, tf::shape<3>> h0{tf::init::normal{0.0, 1.0, 42}};
+    auto hs = tf::scan([&](const auto& h, const auto& x) { return tf::tanh(tf::reshape<3>(tf::matmul(tf::reshape<1, 3>(h), W)) + x); },
+                       xs, h0);
+    // an anonymous constant in the cost makes each piece of the gradient a graph of its own
+    // (identified by object): the reverse scan that the weights' scans read must still run once
+    auto y = tf::sum(tf::square(hs)) * 0.5;
+    auto [gW, gh] = tf::grad(y, W, h0);
+    tf::session s;
+    std::size_t evals[4] = {};
+    for (const int len : {0, 1, 3, 2, 4, 6}) {
+        tf::tensor<double> xb({len, 3});
+        for (tf::index_t i = 0; i < xb.size(); ++i) xb[i] = std::sin(1.3 * static_cast<double>(i));
+        auto [aW, ah] = s.run(tf::fetch(gW, gh), tf::feed(xs, xb));
+        if (len >= 2 && len % 2 == 0) evals[len / 2 - 1] = s.stats().evaluations;
+        auto check = [&](auto& v, const tf::tensor<double>& analytic) {
+            auto& t = v.value();
+            for (tf::index_t i = 0; i < t.size(); ++i) {
+                const double x0 = t[i];
+                t[i] = x0 + 1e-6;
+                const double p = s.run(y, tf::feed(xs, xb))[0];
+                t[i] = x0 - 1e-6;
+                const double m = s.run(y, tf::feed(xs, xb))[0];
+                t[i] = x0;
+                INFO("length " << len << ", element " << i);
+                CHECK(analytic[i] == Approx((p - m) / 2e-6).epsilon(1e-6).margin(1e-8));
+            }
+        };
+        check(W, aW);
+        check(h0, ah);
+    }
+    CHECK(s.stats().plans_built == 2);  // the gradients' plan and the cost's, each for every length
+    // two more steps cost the same whatever the length: no step's work is repeated per step
+    CHECK(evals[2] - evals[1] == evals[1] - evals[0]);
+}

@@ -368,25 +368,44 @@ TYPEFLOW_DECL bool plan_core::in_loop_ctx(std::uint32_t x, std::uint32_t body, s
 
 TYPEFLOW_DECL void plan_core::hoist_invariants() {
     const std::size_t ni = insts_.size();
-    array<std::uint8_t> variant(ni), state(ni);  // state: every loop's variable and counter (re-initialised per run of it)
+    // state: every loop's variable and counter (they move only with their loop)
+    array<std::uint8_t> dep(ni), state(ni), ctx_dep(ctxs_.size());
     for (std::size_t w = 0; w < ni; ++w)
         if (desc_[insts_[w].node]->loop) state[child_ref(insts_[w], 0)] = state[child_ref(insts_[w], 1)] = 1;
     for (std::size_t w = 0; w < ni; ++w) {  // inner loops first (a loop's instance follows those inside it)
         const instance& lp = insts_[w];
         if (!desc_[lp.node]->loop) continue;
         const std::uint32_t xb = side_ctx_[2 * w], xc = side_ctx_[2 * w + 1], parent = ctx_[w];
-        for (std::size_t k = 0; k < ni; ++k) variant[k] = 0;
-        variant[child_ref(lp, 0)] = variant[child_ref(lp, 1)] = 1;
+        for (std::size_t k = 0; k < ni; ++k) dep[k] = 0;
+        for (std::size_t x = 0; x < ctxs_.size(); ++x) ctx_dep[x] = 0;
+        dep[child_ref(lp, 0)] = dep[child_ref(lp, 1)] = 1;
+        // dep: depends on this loop's variable or counter, or must run at each iteration
         for (std::size_t k = 0; k < w; ++k) {
-            if (!in_loop_ctx(ctx_[k], xb, xc) || variant[k]) continue;
+            if (!in_loop_ctx(ctx_[k], xb, xc)) continue;
             const instance& in = insts_[k];
             const node_desc& d = *desc_[in.node];
-            bool fixed = (ctx_[k] == xb || ctx_[k] == xc) && !flags_[in.node].assign && !d.conditional && !d.loop &&
-                         !d.make_state && !state[k];
-            for (std::size_t j = 0; j < d.children && fixed; ++j) fixed = !variant[child_ref(in, j)];
-            // only computed instances move: a fused node, a view or a leaf is read where its reader runs
-            if (fixed && computed(in.node)) ctx_[k] = parent;
-            else if (!fixed) variant[k] = 1;
+            const bool direct = ctx_[k] == xb || ctx_[k] == xc;
+            bool depends = flags_[in.node].assign || d.make_state;
+            if (state[k]) {
+                depends = depends || (d.children > 0 && dep[child_ref(in, 0)]);  // a variable: its initial value
+            } else {
+                const std::size_t kids = d.conditional ? 3 : d.children;
+                for (std::size_t j = 0; j < kids && !depends; ++j) depends = dep[child_ref(in, j)];
+                if (d.conditional || d.loop)  // what runs inside it
+                    depends = depends || ctx_dep[side_ctx_[2 * k]] || ctx_dep[side_ctx_[2 * k + 1]];
+            }
+            dep[k] = depends;
+            if (depends) {
+                for (std::uint32_t x = ctx_[k]; x != xb && x != xc && x != 0; x = ctxs_[x].parent) ctx_dep[x] = 1;
+                continue;
+            }
+            // an invariant computed instance, cond or loop of this loop's own contexts runs once, before it
+            if (!direct || state[k] || !(computed(in.node) || d.conditional || d.loop)) continue;
+            ctx_[k] = parent;
+            if (d.conditional || d.loop)
+                for (std::size_t sd = 0; sd < 2; ++sd)
+                    if (side_ctx_[2 * k + sd] != none) ctxs_[side_ctx_[2 * k + sd]].parent = parent;
+            if (d.loop) ctx_[child_ref(in, 0)] = ctx_[child_ref(in, 1)] = parent;
         }
     }
 }
