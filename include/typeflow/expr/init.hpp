@@ -1,5 +1,6 @@
 // typeflow/expr/init.hpp — variable initialisers (seedable and reproducible).
 #pragma once
+#include <vector>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -118,6 +119,42 @@ struct he_normal {
         const double sd = std::sqrt(2.0 / fi) / 0.87962566103423978;
         detail::rng r(detail::pick_seed(seed, name));
         detail::fill(t, [&] { return sd * r.truncated_normal(); });
+    }
+};
+
+/// Orthogonal (Keras' default for recurrent kernels): the matrix [rows, cols]
+/// (rows: the product of all extents but the last) has orthonormal columns,
+/// or rows when there are fewer rows than columns, times `gain`: the Q of a
+/// QR decomposition of a normal matrix, with R's diagonal made positive.
+struct orthogonal {
+    double gain = 1.0;
+    std::uint64_t seed = 0;
+    template <class T>
+    void operator()(tensor<T>& t, std::string_view name) const {
+        const dims d = t.dims();
+        const index_t cols = d.rank ? d[d.rank - 1] : 1;
+        const index_t rows = cols ? t.size() / cols : 0;
+        // Gram-Schmidt on the columns of a tall normal matrix [m, n], m >= n
+        const index_t m = rows > cols ? rows : cols, n = rows > cols ? cols : rows;
+        std::vector<double> q(static_cast<std::size_t>(m * n));
+        detail::rng r(detail::pick_seed(seed, name));
+        for (double& e : q) e = r.normal();
+        for (index_t j = 0; j < n; ++j) {
+            for (index_t k = 0; k < j; ++k) {
+                double dot = 0;
+                for (index_t i = 0; i < m; ++i) dot += q[static_cast<std::size_t>(i * n + j)] * q[static_cast<std::size_t>(i * n + k)];
+                for (index_t i = 0; i < m; ++i) q[static_cast<std::size_t>(i * n + j)] -= dot * q[static_cast<std::size_t>(i * n + k)];
+            }
+            double norm = 0;
+            for (index_t i = 0; i < m; ++i) norm += q[static_cast<std::size_t>(i * n + j)] * q[static_cast<std::size_t>(i * n + j)];
+            norm = std::sqrt(norm);
+            for (index_t i = 0; i < m; ++i) q[static_cast<std::size_t>(i * n + j)] /= norm;
+        }
+        // [rows, cols]: q itself, or its transpose when rows < cols
+        for (index_t i = 0; i < rows; ++i)
+            for (index_t j = 0; j < cols; ++j)
+                t[i * cols + j] = static_cast<T>(gain * (rows >= cols ? q[static_cast<std::size_t>(i * n + j)]
+                                                                      : q[static_cast<std::size_t>(j * n + i)]));
     }
 };
 

@@ -1,0 +1,204 @@
+// typeflow/layers/recurrent.hpp — recurrent layers (Keras' SimpleRNN, LSTM,
+// GRU), built on tf::scan. See layer.hpp for the protocol.
+//
+//   tf::layers::lstm<128>         [batch, time, features] -> [batch, 128] (the last step's output)
+//   tf::layers::lstm<128, true>   [batch, time, features] -> [batch, time, 128] (every step's)
+//
+// Keras' layouts and defaults: kernel [features, G * units] (Glorot uniform),
+// recurrent_kernel [units, G * units] (orthogonal), bias zeros, with G gates
+// side by side: SimpleRNN 1; LSTM 4 in the order i, f, c, o, the forget gate's
+// bias starting at 1 (unit_forget_bias); GRU 3 in the order z, r, h with
+// reset_after (bias [2, 3 * units]: the input's and the recurrent one's).
+// The input's product with the kernel, for every step, is one matrix product
+// before the loop; each step is then one product with the recurrent kernel
+// for all the gates, and fused element-wise work. The time extent may be dyn.
+// Gradients go through tf::scan's (reverse-mode over the steps).
+#pragma once
+#include <cstdint>
+
+#include <typeflow/expr/init.hpp>
+#include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/arithmetic.hpp>
+#include <typeflow/expr/ops/array.hpp>
+#include <typeflow/expr/ops/gather.hpp>
+#include <typeflow/expr/ops/gradient_ops.hpp>
+#include <typeflow/expr/ops/loop.hpp>
+#include <typeflow/expr/ops/math.hpp>
+#include <typeflow/expr/ops/matmul.hpp>
+#include <typeflow/expr/ops/reduce.hpp>
+#include <typeflow/expr/ops/reshape.hpp>
+#include <typeflow/expr/ops/transpose.hpp>
+#include <typeflow/layers/layer.hpp>
+
+namespace typeflow::layers {
+
+namespace expects {
+/// [batch, time, features] with a static feature extent
+struct batch_time_features;
+}  // namespace expects
+
+namespace detail {
+constexpr bool is_sequence(const dims& in) { return in.rank == 3 && in.d[2] != dyn; }
+// Zeros [batch, units] for a first state, from the gate inputs [time, batch, G * units].
+template <index_t Units, class Z>
+auto zero_state(const Z& z) {
+    using T = value_type_t<Z>;
+    return broadcast_like(literal<T, 0, 1, device_t<Z>>{}, sum<0>(slice<0, 0, 0>(z, sizes<-1, -1, Units>)));
+}
+// The last step of a stack [time, batch, n].
+template <class H>
+auto last_step(const H& hs) {
+    using i32 = std::int32_t;
+    const auto steps = cast<i32>(make_node<op::reduced_count<0>>(hs));
+    return gather(hs, steps - literal<i32, 1, 1, device_t<H>>{});
+}
+// Columns [K * Units, (K + 1) * Units) of z [batch, G * Units].
+template <index_t K, index_t Units, class Z>
+auto gate(const Z& z) {
+    return slice<0, K * Units>(z, sizes<-1, Units>);
+}
+/// The LSTM bias: zeros, and ones for the forget gate (Keras' unit_forget_bias).
+struct unit_forget_bias {
+    index_t units = 0;
+    template <class T>
+    void operator()(tensor<T>& t, std::string_view) const {
+        for (index_t i = 0; i < t.size(); ++i) t[i] = static_cast<T>(i >= units && i < 2 * units ? 1 : 0);
+    }
+};
+}  // namespace detail
+
+/// A fully connected recurrent layer: h_t = typeflow::tanh(x_t W + h_{t-1} U + b),
+/// h_0 = 0 (Keras' SimpleRNN). The output is the last h, or every h when
+/// ReturnSequences.
+template <index_t Units, bool ReturnSequences = false>
+struct simple_rnn {
+    static_assert(Units > 0, "typeflow: layers::simple_rnn: the number of units must be positive");
+    static constexpr fixed_string kind = "simple_rnn";
+    static constexpr std::string_view class_name = "SimpleRNN";
+    using expects = expects::batch_time_features;
+    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+
+    template <fixed_string Name, dims In, class T, class D>
+    struct bind {
+        static constexpr index_t in = In.d[2];
+        static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
+        static constexpr index_t params = in * Units + Units * Units + Units, trainable_params = params;
+        variable<detail::var_name<Name, "kernel">(), T, shape<in, Units>, D> kernel{init::glorot_uniform{}};
+        variable<detail::var_name<Name, "recurrent_kernel">(), T, shape<Units, Units>, D> recurrent_kernel{
+            init::orthogonal{}};
+        variable<detail::var_name<Name, "bias">(), T, shape<Units>, D> bias{init::zeros{}};
+
+        template <class X, mode_c M>
+        auto operator()(const X& x, M) const {
+            const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, units]
+            const auto hs = scan([this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); },
+                                 z, detail::zero_state<Units>(z));
+            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
+            else return detail::last_step(hs);
+        }
+        template <class F>
+        void for_each_variable(F&& f) const {
+            f(kernel);
+            f(recurrent_kernel);
+            f(bias);
+        }
+    };
+};
+
+/// Long short-term memory (Keras' LSTM): gates i, f, o = sigmoid, g = tanh of
+/// x_t W + h_{t-1} U + b (four blocks of Units, in the order i, f, g, o),
+/// c_t = f c_{t-1} + i g, h_t = o typeflow::tanh(c_t), h_0 = c_0 = 0. The output is the
+/// last h, or every h when ReturnSequences. The step carries [h, c] side by
+/// side, [batch, 2 * Units].
+template <index_t Units, bool ReturnSequences = false>
+struct lstm {
+    static_assert(Units > 0, "typeflow: layers::lstm: the number of units must be positive");
+    static constexpr fixed_string kind = "lstm";
+    static constexpr std::string_view class_name = "LSTM";
+    using expects = expects::batch_time_features;
+    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+
+    template <fixed_string Name, dims In, class T, class D>
+    struct bind {
+        static constexpr index_t in = In.d[2];
+        static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
+        static constexpr index_t params = 4 * (in * Units + Units * Units + Units), trainable_params = params;
+        variable<detail::var_name<Name, "kernel">(), T, shape<in, 4 * Units>, D> kernel{init::glorot_uniform{}};
+        variable<detail::var_name<Name, "recurrent_kernel">(), T, shape<Units, 4 * Units>, D> recurrent_kernel{
+            init::orthogonal{}};
+        variable<detail::var_name<Name, "bias">(), T, shape<4 * Units>, D> bias{detail::unit_forget_bias{Units}};
+
+        template <class X, mode_c M>
+        auto operator()(const X& x, M) const {
+            const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, 4 units]
+            const auto zero = detail::zero_state<Units>(z);
+            const auto hc = scan(
+                [this](const auto& s, const auto& zt) {
+                    const auto h = slice<0, 0>(s, sizes<-1, Units>);
+                    const auto c = slice<0, Units>(s, sizes<-1, Units>);
+                    const auto g = zt + matmul(h, recurrent_kernel);  // all four gates: one product
+                    const auto c2 = typeflow::sigmoid(detail::gate<1, Units>(g)) * c +
+                                    typeflow::sigmoid(detail::gate<0, Units>(g)) * typeflow::tanh(detail::gate<2, Units>(g));
+                    return concat<1>(typeflow::sigmoid(detail::gate<3, Units>(g)) * typeflow::tanh(c2), c2);
+                },
+                z, concat<1>(zero, zero));  // [time, batch, 2 units]
+            if constexpr (ReturnSequences) return transpose<1, 0, 2>(slice<0, 0, 0>(hc, sizes<-1, -1, Units>));
+            else return slice<0, 0>(detail::last_step(hc), sizes<-1, Units>);
+        }
+        template <class F>
+        void for_each_variable(F&& f) const {
+            f(kernel);
+            f(recurrent_kernel);
+            f(bias);
+        }
+    };
+};
+
+/// Gated recurrent unit (Keras' GRU with reset_after, its default): with
+/// a = x_t W + b_in and r_ = h_{t-1} U + b_rec in blocks z, r, h:
+/// z = typeflow::sigmoid(a_z + r_z), r = typeflow::sigmoid(a_r + r_r), n = typeflow::tanh(a_h + r r_h),
+/// h_t = z h_{t-1} + (1 - z) n, h_0 = 0. bias is [2, 3 * Units] (b_in, b_rec).
+template <index_t Units, bool ReturnSequences = false>
+struct gru {
+    static_assert(Units > 0, "typeflow: layers::gru: the number of units must be positive");
+    static constexpr fixed_string kind = "gru";
+    static constexpr std::string_view class_name = "GRU";
+    using expects = expects::batch_time_features;
+    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+
+    template <fixed_string Name, dims In, class T, class D>
+    struct bind {
+        static constexpr index_t in = In.d[2];
+        static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
+        static constexpr index_t params = 3 * (in * Units + Units * Units + 2 * Units), trainable_params = params;
+        variable<detail::var_name<Name, "kernel">(), T, shape<in, 3 * Units>, D> kernel{init::glorot_uniform{}};
+        variable<detail::var_name<Name, "recurrent_kernel">(), T, shape<Units, 3 * Units>, D> recurrent_kernel{
+            init::orthogonal{}};
+        variable<detail::var_name<Name, "bias">(), T, shape<2, 3 * Units>, D> bias{init::zeros{}};
+
+        template <class X, mode_c M>
+        auto operator()(const X& x, M) const {
+            const auto b_in = reshape<3 * Units>(slice<0, 0>(bias, sizes<1, -1>));
+            const auto z = matmul(transpose<1, 0, 2>(x), kernel) + b_in;  // [time, batch, 3 units]
+            const auto hs = scan(
+                [this](const auto& h, const auto& a) {
+                    const auto r_ = matmul(h, recurrent_kernel) + reshape<3 * Units>(slice<1, 0>(bias, sizes<1, -1>));
+                    const auto u = typeflow::sigmoid(detail::gate<0, Units>(a) + detail::gate<0, Units>(r_));
+                    const auto r = typeflow::sigmoid(detail::gate<1, Units>(a) + detail::gate<1, Units>(r_));
+                    const auto n = typeflow::tanh(detail::gate<2, Units>(a) + r * detail::gate<2, Units>(r_));
+                    return u * h + (literal<value_type_t<decltype(h)>, 1, 1, device_t<decltype(h)>>{} - u) * n;
+                },
+                z, detail::zero_state<Units>(z));
+            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
+            else return detail::last_step(hs);
+        }
+        template <class F>
+        void for_each_variable(F&& f) const {
+            f(kernel);
+            f(recurrent_kernel);
+            f(bias);
+        }
+    };
+};
+
+}  // namespace typeflow::layers
