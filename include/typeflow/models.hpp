@@ -21,6 +21,7 @@
 #include <typeflow/layers/merge.hpp>
 #include <typeflow/layers/normalization.hpp>
 #include <typeflow/layers/pooling.hpp>
+#include <typeflow/layers/recurrent.hpp>
 #include <typeflow/models/callbacks.hpp>
 #include <typeflow/models/functional.hpp>
 #include <typeflow/models/losses.hpp>

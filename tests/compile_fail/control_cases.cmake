@@ -22,3 +22,9 @@ typeflow_compile_fail(while_condition control_cases.cpp TF_FAIL_while_condition
   "while_loop_condition_is_not_a_scalar_bool<float, ${_s}<> >")
 typeflow_compile_fail(scan_scalar control_cases.cpp TF_FAIL_scan_scalar
   "scan_elems_have_no_leading_axis<${_s}<> >")
+typeflow_compile_fail(scan_rows_rank control_cases.cpp TF_FAIL_scan_rows_rank
+  "typeflow: scan with independent_rows: the rows and the carry need a batch axis")
+typeflow_compile_fail(scan_rows_static control_cases.cpp TF_FAIL_scan_rows_static
+  "typeflow: scan with independent_rows: the extents after the batch axis must be static")
+typeflow_compile_fail(lstm_input control_cases.cpp TF_FAIL_lstm_input
+  "layer_input_does_not_fit<typeflow::layers::layer<.*\"rnn\".*, typeflow::layers::lstm<3>.*>, ${_s}<2, 3>, typeflow::layers::expects::batch_time_features>")

@@ -6,6 +6,7 @@
 // positive control.
 #include <cstdint>
 
+#include <typeflow/models.hpp>
 #include <typeflow/typeflow.hpp>
 
 namespace tf = typeflow;
@@ -25,6 +26,10 @@ int main() {
     auto ok_switch = tf::switch_case(i, [&] { return x; }, [&] { return -x; });
     auto ok_while = tf::while_loop([](const auto& v) { return tf::sum(v) < 9.f; }, [](const auto& v) { return v * 2.f; }, x, 5);
     auto ok_scan = tf::scan([](const auto& a, const auto& r) { return a + r; }, xd, tf::sum<0>(x));
+    tf::placeholder<"seq", float, tf::shape<tf::dyn, 5, 3>> seq;
+    tf::layers::layer<"ok_rnn", tf::layers::lstm<3>> ok_rnn;
+    auto ok_lstm = ok_rnn(seq, tf::inference);
+    (void)ok_lstm;
     (void)ok_cond, (void)ok_dyn, (void)ok_switch, (void)ok_while, (void)ok_scan;
 
 #ifdef TF_FAIL_cond_shapes
@@ -49,6 +54,23 @@ int main() {
 #endif
 #ifdef TF_FAIL_switch_index
     auto bad = tf::switch_case(pf, [&] { return x; }, [&] { return x; });
+    (void)bad;
+#endif
+#ifdef TF_FAIL_scan_rows_rank
+    auto bad = tf::scan([](const auto& a, const auto& r) { return a + r; }, tf::sum<1>(x), tf::sum(x), tf::independent_rows);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_scan_rows_static
+    tf::placeholder<"e", double, tf::shape<4, 2, tf::dyn>> e;
+    tf::variable<"w", double, tf::shape<>> w{tf::init::ones{}};
+    auto s = tf::scan([&](const auto& a, const auto& r) { return a * w + r; }, e, tf::gather(e, tf::literal<std::int32_t, 0>{}),
+                      tf::independent_rows);
+    auto bad = tf::grad(tf::sum(s), w);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_lstm_input
+    tf::layers::layer<"rnn", tf::layers::lstm<3>> rnn;
+    auto bad = rnn(x, tf::inference);
     (void)bad;
 #endif
 #ifdef TF_FAIL_while_body_shape

@@ -12,7 +12,8 @@
 // The input's product with the kernel, for every step, is one matrix product
 // before the loop; each step is then one product with the recurrent kernel
 // for all the gates, and fused element-wise work. The time extent may be dyn.
-// Gradients go through tf::scan's (reverse-mode over the steps).
+// Gradients go through tf::scan's (reverse-mode over the steps; the steps'
+// products with the weights are one batch of time x batch rows).
 #pragma once
 #include <cstdint>
 
@@ -92,7 +93,7 @@ struct simple_rnn {
         auto operator()(const X& x, M) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, units]
             const auto hs = scan([this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); },
-                                 z, detail::zero_state<Units>(z));
+                                 z, detail::zero_state<Units>(z), independent_rows);
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
             else return detail::last_step(hs);
         }
@@ -141,7 +142,7 @@ struct lstm {
                                     typeflow::sigmoid(detail::gate<0, Units>(g)) * typeflow::tanh(detail::gate<2, Units>(g));
                     return concat<1>(typeflow::sigmoid(detail::gate<3, Units>(g)) * typeflow::tanh(c2), c2);
                 },
-                z, concat<1>(zero, zero));  // [time, batch, 2 units]
+                z, concat<1>(zero, zero), independent_rows);  // [time, batch, 2 units]
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(slice<0, 0, 0>(hc, sizes<-1, -1, Units>));
             else return slice<0, 0>(detail::last_step(hc), sizes<-1, Units>);
         }
@@ -188,7 +189,7 @@ struct gru {
                     const auto n = typeflow::tanh(detail::gate<2, Units>(a) + r * detail::gate<2, Units>(r_));
                     return u * h + (literal<value_type_t<decltype(h)>, 1, 1, device_t<decltype(h)>>{} - u) * n;
                 },
-                z, detail::zero_state<Units>(z));
+                z, detail::zero_state<Units>(z), independent_rows);
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
             else return detail::last_step(hs);
         }

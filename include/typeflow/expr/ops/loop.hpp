@@ -135,8 +135,9 @@ struct is_pure<node<op::loop_counter<Tag, D, false>>> : std::false_type {};
 /// builds fresh copies of the step). A leaf that no kernel reads, identified
 /// by its type (the step's closure type), so that the pieces of one scan's
 /// gradient, built once per variable, are one computation.
-template <class Fn, device_c D>
+template <class Fn, device_c D, bool IndependentRows = false>
 struct scan_fn : detail::leaf_base {
+    static constexpr bool independent_rows = IndependentRows;
     struct box {
         bool flag = true;
         Fn fn;
@@ -213,8 +214,17 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
     }
 }
 
+/// Says that a scan's step treats axis 0 of its carry and of its row as a
+/// batch of independent examples (as the cells of recurrent layers do):
+/// tf::scan(fn, elems, init, tf::independent_rows). The gradient then
+/// evaluates the step for every iteration at once, as one batch of
+/// time x batch rows, instead of once per iteration; only the adjoint of the
+/// carry runs step by step.
+struct independent_rows_t {};
+inline constexpr independent_rows_t independent_rows{};
+
 namespace detail {
-template <bool Pure, class Fn, class Elems, class Init>
+template <bool Pure, bool Rows, class Fn, class Elems, class Init>
 decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init);
 }  // namespace detail
 
@@ -235,12 +245,29 @@ decltype(auto) scan(Fn fn, const Elems& elems, const Init& init) {
     } else if constexpr (shape_t<Elems>::rank == 0) {
         return detail::misuse<diagnostic::scan_elems_have_no_leading_axis<shape_t<Elems>>>();
     } else {
-        return detail::make_scan_of<true>(fn, elems, init);
+        return detail::make_scan_of<true, false>(fn, elems, init);
+    }
+}
+
+/// tf::scan whose step treats axis 0 of its carry and row as independent
+/// examples (see independent_rows_t): the same values, a faster gradient.
+template <operand Elems, operand Init, class Fn>
+decltype(auto) scan(Fn fn, const Elems& elems, const Init& init, independent_rows_t) {
+    if constexpr (detail::is_misuse_v<Elems>) {
+        return elems;
+    } else if constexpr (detail::is_misuse_v<Init>) {
+        return init;
+    } else if constexpr (shape_t<Elems>::rank < 2 || shape_t<Init>::rank < 1) {
+        static_assert(shape_t<Elems>::rank >= 2 && shape_t<Init>::rank >= 1,
+                      "typeflow: scan with independent_rows: the rows and the carry need a batch axis");
+        return elems;
+    } else {
+        return detail::make_scan_of<true, true>(fn, elems, init);
     }
 }
 
 namespace detail {
-template <bool Pure, class Fn, class Elems, class Init>
+template <bool Pure, bool Rows, class Fn, class Elems, class Init>
 decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
     {
         using Tag = Fn;
@@ -252,14 +279,14 @@ decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
         if constexpr (detail::is_misuse_v<std::remove_reference_t<decltype(b)>>) {
             return b;
         } else if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) {
-            return make_scan_of<false>(fn, elems, init);  // a step holding anonymous constants
+            return make_scan_of<false, Rows>(fn, elems, init);  // a step holding anonymous constants
         } else {
             // the variables and placeholders the step reads (not through the carry or the row)
             const auto probe = fn(detail::loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>{},
                                   detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>{});
             using L = typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(probe)>>>::type;
-            scan_fn<Fn, D> keep;
-            keep.data = std::make_shared<const typename scan_fn<Fn, D>::box>(typename scan_fn<Fn, D>::box{true, fn});
+            scan_fn<Fn, D, Rows> keep;
+            keep.data = std::make_shared<const typename scan_fn<Fn, D, Rows>::box>(typename scan_fn<Fn, D, Rows>::box{true, fn});
             return detail::make_scan(v, i, b, elems, keep, probe, L{});
         }
     }
@@ -321,6 +348,26 @@ auto scan_adjoint(const N& n, const G& g) {
     });
     if constexpr (I == 0) {
         return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
+    } else if constexpr (std::remove_cvref_t<decltype(n.template child<5>())>::independent_rows) {
+        // every step at once: the carries entering the steps, the rows and the steps' adjoints,
+        // stacked [time, batch, ...] and flattened to [time * batch, ...]
+        const auto adj_at = [&](const auto& t) {
+            return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
+        };
+        const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) { return carry_at(t); });
+        const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(elems, zc, [&](const auto&, const auto& t) { return adj_at(t); });
+        const auto flat = [](const auto& e) {
+            using S = shape_t<std::remove_cvref_t<decltype(e)>>;
+            return [&]<std::size_t... K>(std::index_sequence<K...>) {
+                static_assert(((S::value.d[K + 2] != dyn) && ...),
+                              "typeflow: scan with independent_rows: the extents after the batch axis must be static");
+                return reshape<-1, S::value.d[K + 2]...>(e);
+            }(std::make_index_sequence<S::rank - 2>{});
+        };
+        const auto x = identity(stop_gradient(flat(elems)));
+        const auto y = fn(identity(stop_gradient(flat(carries))), x);
+        if constexpr (I == 4) return reshape_like(seeded_grad(y, flat(seeds), x), elems);
+        else return seeded_grad(y, flat(seeds), n.template child<I>());
     } else {
         // the adjoint of step t's result: its row of g and what the later steps send back
         const auto adj_at = [&](const auto& t) {
