@@ -27,7 +27,7 @@
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/compare.hpp>
-#include <typeflow/expr/ops/cond.hpp>
+#include <typeflow/autodiff/cond.hpp>
 #include <typeflow/expr/ops/control.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/conv.hpp>
@@ -35,7 +35,7 @@
 #include <typeflow/expr/ops/group.hpp>
 #include <typeflow/expr/ops/linalg.hpp>
 #include <typeflow/expr/ops/logical.hpp>
-#include <typeflow/expr/ops/loop.hpp>
+#include <typeflow/autodiff/loop.hpp>
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/nn.hpp>

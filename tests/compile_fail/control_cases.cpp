@@ -1,5 +1,5 @@
-// Compile-fail cases of tf::cond, tf::switch_case (expr/ops/cond.hpp),
-// tf::while_loop and tf::scan (expr/ops/loop.hpp):
+// Compile-fail cases of tf::cond, tf::switch_case (autodiff/cond.hpp),
+// tf::while_loop and tf::scan (autodiff/loop.hpp):
 // each TF_FAIL_<name> block is one misuse that must not compile; the first
 // error line names the problem and both shapes or dtypes (control_cases.cmake
 // beside this file). Without a define, everything here compiles: the

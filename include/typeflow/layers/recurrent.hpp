@@ -23,7 +23,7 @@
 #include <typeflow/expr/ops/array.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
-#include <typeflow/expr/ops/loop.hpp>
+#include <typeflow/autodiff/loop.hpp>
 #include <typeflow/expr/ops/math.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/reduce.hpp>

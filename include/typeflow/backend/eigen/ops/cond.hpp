@@ -2,7 +2,7 @@
 #pragma once
 #include <cstring>
 
-#include <typeflow/expr/ops/cond.hpp>
+#include <typeflow/autodiff/cond.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
 namespace typeflow {

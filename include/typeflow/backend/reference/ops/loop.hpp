@@ -1,9 +1,9 @@
 // typeflow/backend/reference/ops/loop.hpp — kernels of the loop ops on device reference (the
-// iterations themselves are run by the plan; see expr/ops/loop.hpp).
+// iterations themselves are run by the plan; see autodiff/loop.hpp).
 #pragma once
 #include <cstring>
 
-#include <typeflow/expr/ops/loop.hpp>
+#include <typeflow/autodiff/loop.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
 namespace typeflow {

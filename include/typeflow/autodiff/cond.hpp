@@ -1,4 +1,4 @@
-// typeflow/expr/ops/cond.hpp — conditionals: tf::cond and tf::switch_case.
+// typeflow/autodiff/cond.hpp — conditionals: tf::cond and tf::switch_case.
 #pragma once
 #include <cstddef>
 #include <cstdint>

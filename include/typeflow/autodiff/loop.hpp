@@ -1,4 +1,4 @@
-// typeflow/expr/ops/loop.hpp — loops: tf::while_loop and tf::scan.
+// typeflow/autodiff/loop.hpp — loops: tf::while_loop and tf::scan.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/leaves.hpp>
-#include <typeflow/expr/ops/cond.hpp>
+#include <typeflow/autodiff/cond.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 
 namespace typeflow::diagnostic {
