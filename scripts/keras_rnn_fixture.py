@@ -27,7 +27,10 @@ def put(name, a):
     out.append(name + " " + str(a.size) + " " + " ".join(f"{v:.9g}" for v in a))
 
 
+# a batch whose first sequence is padded after 3 steps (masked), for the masked outputs
+mask = np.array([[True, True, True, False, False], [True, True, True, True, True]])
 put("x", x)
+put("mask", mask)
 for name, cls, gates in (("simple_rnn", tf.keras.layers.SimpleRNN, 1), ("lstm", tf.keras.layers.LSTM, 4),
                          ("gru", tf.keras.layers.GRU, 3)):
     layer = cls(units, return_sequences=True)
@@ -38,6 +41,7 @@ for name, cls, gates in (("simple_rnn", tf.keras.layers.SimpleRNN, 1), ("lstm", 
     for wname, w in zip(("kernel", "recurrent_kernel", "bias"), weights):
         put(f"{name}/{wname}", w)
     put(f"{name}/output", y)
+    put(f"{name}/masked_output", layer(x, mask=mask).numpy())
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "keras_rnn.txt")
 with open(path, "w") as f:
     f.write("\n".join(out) + "\n")

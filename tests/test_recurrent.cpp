@@ -54,14 +54,24 @@ void check_against_keras(const char* name) {
     const auto& xv = fx.at("x");
     tf::tensor<float> xb({2, 5, 4});
     for (std::size_t i = 0; i < xv.size(); ++i) xb[static_cast<tf::index_t>(i)] = xv[i];
+    tf::placeholder<"mask", bool, tf::shape<tf::dyn, 5>> mask;
+    tf::tensor<bool> mb({2, 5});
+    const auto& mv = fx.at("mask");
+    for (std::size_t i = 0; i < mv.size(); ++i) mb[static_cast<tf::index_t>(i)] = mv[i] != 0.f;
     tf::session s;
-    auto y = s.run(layer(x, tf::inference), tf::feed(x, xb));
+    auto [y, ym] = s.run(tf::fetch(layer(x, tf::inference), layer(x, mask, tf::inference)), tf::feed(x, xb), tf::feed(mask, mb));
     const auto& want = fx.at(std::string(name) + "/output");
+    const auto& want_masked = fx.at(std::string(name) + "/masked_output");
     REQUIRE(y.dims() == tf::dims{2, 5, 3});
+    REQUIRE(ym.dims() == tf::dims{2, 5, 3});
     for (std::size_t i = 0; i < want.size(); ++i) {
         INFO(name << " output " << i);
         CHECK(y[static_cast<tf::index_t>(i)] == Approx(want[i]).margin(2e-6));
+        CHECK(ym[static_cast<tf::index_t>(i)] == Approx(want_masked[i]).margin(2e-6));
     }
+    // the padded steps of sequence 0 (masked after step 2) leave its state, so its output, as it was
+    for (int t = 3; t < 5; ++t)
+        for (int u = 0; u < 3; ++u) CHECK(ym(0, t, u) == ym(0, 2, u));
 }
 }  // namespace
 
@@ -119,6 +129,30 @@ TEST_CASE("recurrent layer gradients match finite differences", "[layers][recurr
         tf::variable<"w", double, tf::shape<2, 3, 2>> w{tf::init::normal{0.0, 1.0, 52}};
         auto y = tf::sum(l(x, tf::training) * w);
         TFTEST_CHECK_GRAD("lstm", y, l.kernel, l.recurrent_kernel, l.bias, x);
+    }
+    SECTION("lstm with a mask: padded steps have no effect on the value or the gradient") {
+        tf::layers::lstm<2>::bind<"l", tf::dims{2, 3, 2}, double, tf::cpu> l;
+        tf::placeholder<"m", bool, tf::shape<2, 3>> m;
+        tf::tensor<bool> mb({2, 3}, {true, true, false, true, true, true});
+        auto y = tf::sum(tf::square(l(x, m, tf::training)));
+        tf::session s;
+        auto gx = s.run(tf::grad(y, x), tf::feed(m, mb));
+        for (int f = 0; f < 2; ++f) CHECK(gx(0, 2, f) == 0.0);  // sequence 0's padded step
+        auto [gk, gu] = s.run(tf::fetch(tf::grad(y, l.kernel), tf::grad(y, l.recurrent_kernel)), tf::feed(m, mb));
+        auto fd = [&](auto& v, const tf::tensor<double>& analytic) {
+            auto& t = v.value();
+            for (tf::index_t i = 0; i < t.size(); ++i) {
+                const double x0 = t[i];
+                t[i] = x0 + 1e-6;
+                const double p = s.run(y, tf::feed(m, mb))[0];
+                t[i] = x0 - 1e-6;
+                const double q = s.run(y, tf::feed(m, mb))[0];
+                t[i] = x0;
+                CHECK(analytic[i] == Approx((p - q) / 2e-6).epsilon(1e-6).margin(1e-8));
+            }
+        };
+        fd(l.kernel, gk);
+        fd(l.recurrent_kernel, gu);
     }
     SECTION("gru, the last step") {
         tf::layers::gru<2>::bind<"g", tf::dims{2, 3, 2}, double, tf::cpu> l;

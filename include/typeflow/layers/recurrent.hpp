@@ -13,13 +13,17 @@
 // before the loop; each step is then one product with the recurrent kernel
 // for all the gates, and fused element-wise work. The time extent may be dyn.
 // Gradients go through tf::scan's (reverse-mode over the steps; the steps'
-// products with the weights are one batch of time x batch rows).
+// products with the weights are one batch of time x batch rows). Called with
+// a mask [batch, time] (bool; Keras' mask_zero gives ids != 0), a masked step
+// leaves the state as it was, so padded positions have no effect:
+//   layer(x, mask, tf::training)
 #pragma once
 #include <cstdint>
 
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
+#include <typeflow/expr/ops/cast.hpp>
 #include <typeflow/expr/ops/array.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
@@ -58,6 +62,29 @@ template <index_t K, index_t Units, class Z>
 auto gate(const Z& z) {
     return slice<0, K * Units>(z, sizes<-1, Units>);
 }
+// The gate inputs [time, batch, W] with the mask [batch, time] (bool) as one
+// more column, 1 where a step counts.
+template <class Z, class M>
+auto with_mask(const Z& z, const M& mask) {
+    return concat<2>(z, cast<value_type_t<Z>>(expand_dims<2>(transpose<1, 0>(mask))));
+}
+// A step over gate inputs with a mask column at W: the new state where the
+// step counts, the old one where it is masked (Keras' masking).
+template <index_t W, class F>
+auto masked_step(F step) {
+    return [step](const auto& s, const auto& zt) {
+        const auto m = slice<0, W>(zt, sizes<-1, 1>);
+        using T = value_type_t<std::remove_cvref_t<decltype(s)>>;
+        return m * step(s, slice<0, 0>(zt, sizes<-1, W>)) +
+               (literal<T, 1, 1, device_t<std::remove_cvref_t<decltype(s)>>>{} - m) * s;
+    };
+}
+// scan of a recurrent step over gate inputs z [time, batch, W], masked or not.
+template <index_t W, class F, class Z, class S, class M>
+auto run_steps(F step, const Z& z, const S& s0, const M* mask) {
+    if constexpr (std::is_same_v<M, void>) return scan(step, z, s0, independent_rows);
+    else return scan(masked_step<W>(step), with_mask(z, *mask), s0, independent_rows);
+}
 /// The LSTM bias: zeros, and ones for the forget gate (Keras' unit_forget_bias).
 struct unit_forget_bias {
     index_t units = 0;
@@ -91,9 +118,19 @@ struct simple_rnn {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
+            return run<void>(x, nullptr);
+        }
+        /// With mask [batch, time] (bool): a masked step leaves the state as it was.
+        template <class X, class K, mode_c M>
+        auto operator()(const X& x, const K& mask, M) const {
+            return run(x, &mask);
+        }
+        template <class K, class X>
+        auto run(const X& x, const K* mask) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, units]
-            const auto hs = scan([this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); },
-                                 z, detail::zero_state<Units>(z), independent_rows);
+            const auto hs = detail::run_steps<Units>(
+                [this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); }, z,
+                detail::zero_state<Units>(z), mask);
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
             else return detail::last_step(hs);
         }
@@ -131,9 +168,18 @@ struct lstm {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
+            return run<void>(x, nullptr);
+        }
+        /// With mask [batch, time] (bool): a masked step leaves h and c as they were.
+        template <class X, class K, mode_c M>
+        auto operator()(const X& x, const K& mask, M) const {
+            return run(x, &mask);
+        }
+        template <class K, class X>
+        auto run(const X& x, const K* mask) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, 4 units]
             const auto zero = detail::zero_state<Units>(z);
-            const auto hc = scan(
+            const auto hc = detail::run_steps<4 * Units>(
                 [this](const auto& s, const auto& zt) {
                     const auto h = slice<0, 0>(s, sizes<-1, Units>);
                     const auto c = slice<0, Units>(s, sizes<-1, Units>);
@@ -142,7 +188,7 @@ struct lstm {
                                     typeflow::sigmoid(detail::gate<0, Units>(g)) * typeflow::tanh(detail::gate<2, Units>(g));
                     return concat<1>(typeflow::sigmoid(detail::gate<3, Units>(g)) * typeflow::tanh(c2), c2);
                 },
-                z, concat<1>(zero, zero), independent_rows);  // [time, batch, 2 units]
+                z, concat<1>(zero, zero), mask);  // [time, batch, 2 units]
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(slice<0, 0, 0>(hc, sizes<-1, -1, Units>));
             else return slice<0, 0>(detail::last_step(hc), sizes<-1, Units>);
         }
@@ -179,9 +225,18 @@ struct gru {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
+            return run<void>(x, nullptr);
+        }
+        /// With mask [batch, time] (bool): a masked step leaves the state as it was.
+        template <class X, class K, mode_c M>
+        auto operator()(const X& x, const K& mask, M) const {
+            return run(x, &mask);
+        }
+        template <class K, class X>
+        auto run(const X& x, const K* mask) const {
             const auto b_in = reshape<3 * Units>(slice<0, 0>(bias, sizes<1, -1>));
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + b_in;  // [time, batch, 3 units]
-            const auto hs = scan(
+            const auto hs = detail::run_steps<3 * Units>(
                 [this](const auto& h, const auto& a) {
                     const auto r_ = matmul(h, recurrent_kernel) + reshape<3 * Units>(slice<1, 0>(bias, sizes<1, -1>));
                     const auto u = typeflow::sigmoid(detail::gate<0, Units>(a) + detail::gate<0, Units>(r_));
@@ -189,7 +244,7 @@ struct gru {
                     const auto n = typeflow::tanh(detail::gate<2, Units>(a) + r * detail::gate<2, Units>(r_));
                     return u * h + (literal<value_type_t<decltype(h)>, 1, 1, device_t<decltype(h)>>{} - u) * n;
                 },
-                z, detail::zero_state<Units>(z), independent_rows);
+                z, detail::zero_state<Units>(z), mask);
             if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
             else return detail::last_step(hs);
         }

@@ -48,6 +48,19 @@ public:
     /// The layer applied to x in mode m.
     template <expression X, mode_c M>
     auto operator()(const X& x, M m) const {
+        return bound<X>()(x, m);
+    }
+    /// The layer applied to x with a mask (the recurrent layers: [batch, time] bool), in mode m.
+    template <expression X, expression K, mode_c M>
+    auto operator()(const X& x, const K& mask, M m) const {
+        return bound<X>()(x, mask, m);
+    }
+    /// True once the layer has been called (and so has variables).
+    bool built() const noexcept { return st_->bound != nullptr; }
+
+private:
+    template <class X>
+    const auto& bound() const {
         constexpr dims in = shape_t<X>::value;
         constexpr bool fits = Spec::accepts(in);
         if constexpr (!fits) {
@@ -65,12 +78,8 @@ public:
                                     << "layer '" << Name.view() << "' was built for input " << st_->input
                                     << " and is now called on " << in << " (or another dtype or device)");
         }
-        return (*static_cast<const B*>(st_->bound.get()))(x, m);
+        return *static_cast<const B*>(st_->bound.get());
     }
-    /// True once the layer has been called (and so has variables).
-    bool built() const noexcept { return st_->bound != nullptr; }
-
-private:
     struct state {
         std::shared_ptr<void> bound;
         const std::type_info* type = nullptr;
