@@ -28,3 +28,9 @@ typeflow_compile_fail(scan_rows_static control_cases.cpp TF_FAIL_scan_rows_stati
   "typeflow: scan with independent_rows: the extents after the batch axis must be static")
 typeflow_compile_fail(lstm_input control_cases.cpp TF_FAIL_lstm_input
   "layer_input_does_not_fit<typeflow::layers::layer<.*\"rnn\".*, typeflow::layers::lstm<3>.*>, ${_s}<2, 3>, typeflow::layers::expects::batch_time_features>")
+typeflow_compile_fail(lstm_units control_cases.cpp TF_FAIL_lstm_units
+  "typeflow: layers::lstm: the number of units must be positive")
+typeflow_compile_fail(gru_units control_cases.cpp TF_FAIL_gru_units
+  "typeflow: layers::gru: the number of units must be positive")
+typeflow_compile_fail(simple_rnn_units control_cases.cpp TF_FAIL_simple_rnn_units
+  "typeflow: layers::simple_rnn: the number of units must be positive")

@@ -73,6 +73,18 @@ int main() {
     auto bad = rnn(x, tf::inference);
     (void)bad;
 #endif
+#ifdef TF_FAIL_lstm_units
+    tf::layers::layer<"r0", tf::layers::lstm<0>> bad;
+    (void)bad(seq, tf::inference);
+#endif
+#ifdef TF_FAIL_gru_units
+    tf::layers::layer<"g0", tf::layers::gru<0>> bad;
+    (void)bad(seq, tf::inference);
+#endif
+#ifdef TF_FAIL_simple_rnn_units
+    tf::layers::layer<"s0", tf::layers::simple_rnn<0>> bad;
+    (void)bad(seq, tf::inference);
+#endif
 #ifdef TF_FAIL_while_body_shape
     auto bad = tf::while_loop([](const auto&) { return tf::literal<bool, 1>{}; }, [](const auto& v) { return tf::transpose(v); }, x, 5);
     (void)bad;

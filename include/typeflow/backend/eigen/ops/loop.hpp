@@ -1,42 +1,17 @@
-// typeflow/backend/eigen/ops/loop.hpp — kernels of the loop ops on device cpu (the
-// iterations themselves are run by the plan; see autodiff/loop.hpp).
+// typeflow/backend/eigen/ops/loop.hpp — CPU kernels of the loop ops
+// (kernel/control_flow.hpp; the iterations are run by the plan).
 #pragma once
-#include <cstring>
-
-#include <typeflow/autodiff/loop.hpp>
-#include <typeflow/kernel/kernel.hpp>
+#include <typeflow/kernel/control_flow.hpp>
 
 namespace typeflow {
 
-/// loop_var: its initial value.
 template <class Tag, bool Pure>
-struct kernel<cpu, op::loop_var<Tag, Pure>> {
-    template <class N, class Ctx>
-    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        const auto count = static_cast<std::size_t>(ctx.dims_of(n.template child<0>()).numel());
-        if (count) std::memcpy(out, ctx.input(n.template child<0>()), count * sizeof(value_type_t<N>));
-    }
-};
-/// loop_counter: 0 before the loop.
+struct kernel<cpu, op::loop_var<Tag, Pure>> : detail::host_copy_child0_kernel {};
 template <class Tag, class D, bool Pure>
-struct kernel<cpu, op::loop_counter<Tag, D, Pure>> {
-    template <class N, class Ctx>
-    static void run(const N&, const Ctx&, std::int32_t* out) {
-        *out = 0;
-    }
-};
-/// while_loop: the loop variable's final value; scan: the rows were stacked during the loop.
-template <bool Stacked>
-struct kernel<cpu, op::loop<Stacked>> {
-    template <class N, class Ctx>
-    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        if constexpr (!Stacked) {
-            const auto count = static_cast<std::size_t>(ctx.dims_of(n.template child<0>()).numel());
-            if (count) std::memcpy(out, ctx.input(n.template child<0>()), count * sizeof(value_type_t<N>));
-        } else {
-            (void)n, (void)ctx, (void)out;
-        }
-    }
-};
+struct kernel<cpu, op::loop_counter<Tag, D, Pure>> : detail::host_counter_kernel {};
+template <>
+struct kernel<cpu, op::loop<false>> : detail::host_copy_child0_kernel {};
+template <>
+struct kernel<cpu, op::loop<true>> : detail::host_nothing_kernel {};
 
 }  // namespace typeflow
