@@ -1,7 +1,6 @@
-"""Shared by the Keras peers of the benchmarks: the median time per call.
-
-The thread count is set by each peer before it imports this module's user
-code; this module only times."""
+"""Shared by the Keras peers of the benchmarks (cnn_keras.py, lstm_keras.py):
+the median time per call, over BENCH_ROUNDS rounds of at least
+BENCH_MIN_SECONDS each."""
 import os
 import statistics
 import sys
@@ -9,20 +8,6 @@ import time
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 MIN_SECONDS = float(os.environ.get("BENCH_MIN_SECONDS", "0.5"))
-
-
-def model():
-    m = tf.keras.Sequential([
-        tf.keras.Input(shape=(28, 28, 1)),
-        tf.keras.layers.Conv2D(32, 3, activation="relu"),
-        tf.keras.layers.MaxPooling2D(),
-        tf.keras.layers.Flatten(),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(10),
-    ])
-    m.compile(loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              optimizer=tf.keras.optimizers.Adam(), metrics=["accuracy"])
-    return m
 
 
 def median_us(fn):

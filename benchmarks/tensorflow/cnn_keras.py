@@ -27,6 +27,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_timing import median_us  # noqa: E402
 
 
+def model():
+    m = tf.keras.Sequential([
+        tf.keras.Input(shape=(28, 28, 1)),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(64, activation="relu"),
+        tf.keras.layers.Dense(10),
+    ])
+    m.compile(loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              optimizer=tf.keras.optimizers.Adam(), metrics=["accuracy"])
+    return m
+
+
 def idx(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
