@@ -45,6 +45,7 @@
 #include <typeflow/expr/ops/random.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/expr/ops/reshape.hpp>
+#include <typeflow/expr/ops/rnn.hpp>
 #include <typeflow/expr/ops/to_device.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
 #include <typeflow/expr/ops/where.hpp>
@@ -74,6 +75,7 @@
 #include <typeflow/backend/eigen/ops/pool.hpp>
 #include <typeflow/backend/eigen/ops/random.hpp>
 #include <typeflow/backend/eigen/ops/reduce.hpp>
+#include <typeflow/backend/eigen/ops/rnn.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
 #include <typeflow/backend/reference/reference.hpp>
 

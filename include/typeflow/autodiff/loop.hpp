@@ -13,6 +13,7 @@
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/autodiff/cond.hpp>
 #include <typeflow/expr/ops/gather.hpp>
+#include <typeflow/expr/ops/reduce.hpp>
 
 namespace typeflow::diagnostic {
 template <class LoopVarShape, class BodyShape>
@@ -374,7 +375,8 @@ auto scan_adjoint(const N& n, const G& g) {
             return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
         };
         if constexpr (I == 4) {
-            const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, gather(elems, zero));
+            // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
+            const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
             return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
                 const auto x = identity(stop_gradient(row_at(t)));
                 const auto y = fn(identity(stop_gradient(carry_at(t))), x);

@@ -1,5 +1,5 @@
 // typeflow/layers/recurrent.hpp — recurrent layers (Keras' SimpleRNN, LSTM,
-// GRU), built on tf::scan. See layer.hpp for the protocol.
+// GRU). See layer.hpp for the protocol.
 //
 //   tf::layers::lstm<128>         [batch, time, features] -> [batch, 128] (the last step's output)
 //   tf::layers::lstm<128, true>   [batch, time, features] -> [batch, time, 128] (every step's)
@@ -12,8 +12,9 @@
 // The input's product with the kernel, for every step, is one matrix product
 // before the loop; each step is then one product with the recurrent kernel
 // for all the gates, and fused element-wise work. The time extent may be dyn.
-// Gradients go through tf::scan's (reverse-mode over the steps; the steps'
-// products with the weights are one batch of time x batch rows). Called with
+// LSTM runs its steps in one kernel (expr/ops/rnn.hpp) with a backward kernel
+// that reuses the gates it kept; SimpleRNN and GRU are tf::scan loops, whose
+// gradients recompute each step. Called with
 // a mask [batch, time] (bool; Keras' mask_zero gives ids != 0), a masked step
 // leaves the state as it was, so padded positions have no effect:
 //   layer(x, mask, tf::training)
@@ -32,6 +33,7 @@
 #include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/expr/ops/reshape.hpp>
+#include <typeflow/expr/ops/rnn.hpp>
 #include <typeflow/expr/ops/transpose.hpp>
 #include <typeflow/layers/layer.hpp>
 
@@ -146,8 +148,8 @@ struct simple_rnn {
 /// Long short-term memory (Keras' LSTM): gates i, f, o = sigmoid, g = tanh of
 /// x_t W + h_{t-1} U + b (four blocks of Units, in the order i, f, g, o),
 /// c_t = f c_{t-1} + i g, h_t = o typeflow::tanh(c_t), h_0 = c_0 = 0. The output is the
-/// last h, or every h when ReturnSequences. The step carries [h, c] side by
-/// side, [batch, 2 * Units].
+/// last h, or every h when ReturnSequences. The steps run in one fused kernel
+/// (expr/ops/rnn.hpp) that keeps the gates for the backward pass.
 template <index_t Units, bool ReturnSequences = false>
 struct lstm {
     static_assert(Units > 0, "typeflow: layers::lstm: the number of units must be positive");
@@ -178,19 +180,13 @@ struct lstm {
         template <class K, class X>
         auto run(const X& x, const K* mask) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, 4 units]
-            const auto zero = detail::zero_state<Units>(z);
-            const auto hc = detail::run_steps<4 * Units>(
-                [this](const auto& s, const auto& zt) {
-                    const auto h = slice<0, 0>(s, sizes<-1, Units>);
-                    const auto c = slice<0, Units>(s, sizes<-1, Units>);
-                    const auto g = zt + matmul(h, recurrent_kernel);  // all four gates: one product
-                    const auto c2 = typeflow::sigmoid(detail::gate<1, Units>(g)) * c +
-                                    typeflow::sigmoid(detail::gate<0, Units>(g)) * typeflow::tanh(detail::gate<2, Units>(g));
-                    return concat<1>(typeflow::sigmoid(detail::gate<3, Units>(g)) * typeflow::tanh(c2), c2);
-                },
-                z, concat<1>(zero, zero), mask);  // [time, batch, 2 units]
-            if constexpr (ReturnSequences) return transpose<1, 0, 2>(slice<0, 0, 0>(hc, sizes<-1, -1, Units>));
-            else return slice<0, 0>(detail::last_step(hc), sizes<-1, Units>);
+            const auto s = [&] {  // [time, batch, 6 units]: h, c, then the gates
+                if constexpr (std::is_same_v<K, void>) return typeflow::detail::lstm_sequence(z, recurrent_kernel);
+                else return typeflow::detail::lstm_sequence(z, recurrent_kernel, cast<T>(transpose<1, 0>(*mask)));
+            }();
+            const auto hs = slice<0, 0, 0>(s, sizes<-1, -1, Units>);  // [time, batch, units]
+            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
+            else return detail::last_step(hs);
         }
         template <class F>
         void for_each_variable(F&& f) const {

@@ -17,4 +17,5 @@
 #include <typeflow/backend/reference/ops/pool.hpp>
 #include <typeflow/backend/reference/ops/random.hpp>
 #include <typeflow/backend/reference/ops/reduce.hpp>
+#include <typeflow/backend/reference/ops/rnn.hpp>
 #include <typeflow/backend/reference/ops/transpose.hpp>
