@@ -17,6 +17,8 @@
 # 1d. compile_cnn: examples/fashion_mnist_cnn.cpp against the training
 #    program of 1b (CNN_ONLY=1: this alone); budget 1.5x (ratio <= 1.5); then
 #    both with separate compilation (compile_cnn_sep, compile_models_src).
+# 1e. compile_two_tower: examples/ticket_ranker.cpp against the CNN example
+#    (TWO_TOWER_ONLY=1: this alone); budget 1.5x (ratio <= 1.5).
 # 1c. separate compilation: the same two typeflow programs built the way a
 #    project that cares about build time builds them: TYPEFLOW_SEPARATE_COMPILATION
 #    and typeflow's plain runtime code compiled once in its own file
@@ -259,6 +261,24 @@ debug_section() {
     done
 }
 if [[ -n "${DEBUG_ONLY:-}" ]]; then debug_section; exit 0; fi
+
+# ---- 1e. the two-tower ticket ranker (two masked LSTMs over embeddings, a
+# functional model with two heads, fit) against the main example, the CNN.
+# Budget (issue 24): at most 1.5x the CNN example's time.
+#   compile_two_tower typeflow=<s> cnn=<s> ratio=<two_tower/cnn>
+#   compile_two_tower_peak typeflow=<MB> cnn=<MB> ratio=<two_tower/cnn>
+# TWO_TOWER_ONLY=1 measures this alone and stops.
+if [[ -n "${TWO_TOWER_ONLY:-}" ]]; then
+    SRC[two_tower]="$root/examples/ticket_ranker.cpp"
+    SRC[cnn_peer]="$root/examples/fashion_mnist_cnn.cpp"
+    XARGS[cnn_peer]="-DTYPEFLOW_HAVE_ZLIB -lz"
+    measure two_tower cnn_peer
+    awk -v c="${CPU[two_tower]}" -v m="${CPU[cnn_peer]}" \
+        'BEGIN { printf "compile_two_tower typeflow=%.2f cnn=%.2f ratio=%.3f\n", c, m, c / m }'
+    awk -v c="${PEAK[two_tower]}" -v m="${PEAK[cnn_peer]}" \
+        'BEGIN { printf "compile_two_tower_peak typeflow=%d cnn=%d ratio=%.3f\n", c, m, c / m }'
+    exit 0
+fi
 
 # ---- 1d. the main example (the lectures' CNN, fit, callbacks, tf::data) against
 # the MLP training program. Budget (issue 20): at most 1.5x its time and memory.

@@ -296,9 +296,32 @@ TEST_CASE("models: a functional model of two inputs and two outputs trains to a 
     L::layer<"cls", L::dense<3>> cls;
     L::layer<"reg", L::dense<1>> reg;
     auto net = tf::models::functional(tf::models::inputs(a, b), [=](auto mode) {
-        return tf::models::outputs<"cls", "reg">(cls(enc_a(a, mode), mode), reg(b, mode));
+        const auto k = cls(enc_a(a, mode), mode);  // one statement per head: the summary's order is the calls'
+        const auto r = reg(b, mode);
+        return tf::models::outputs<"cls", "reg">(k, r);
     });
     CHECK(enc_a.built());
+    // summary(): the inputs, then each layer once, in the order the model calls
+    // them (a shared layer once); parameters as Keras counts them
+    const std::string expected =
+        "Model: \"functional\"\n"
+        "_________________________________________________________________\n"
+        " Layer (type)                    Output Shape          Param #\n"
+        "=================================================================\n"
+        " a (InputLayer)                  (None, 4)             0\n"
+        " b (InputLayer)                  (None, 2)             0\n"
+        " enc_a (Dense)                   (None, 8)             40\n"
+        " cls (Dense)                     (None, 3)             27\n"
+        " reg (Dense)                     (None, 1)             3\n"
+        "=================================================================\n"
+        "Total params: 70\n"
+        "Trainable params: 70\n"
+        "Non-trainable params: 0\n"
+        "_________________________________________________________________\n";
+    const std::string got = net.summary_string();
+    CHECK(got == expected);
+    CHECK(got.find("Total params: 70\n") != std::string::npos);
+    CHECK(net.summary_string() == got);  // the same table again: nothing listed twice
     auto model = net.compile(tf::models::per_output(ce{}, tf::losses::mean_squared_error{}).weighted({1.0, 0.5}),
                              tf::optimizers::adam{.learning_rate = 0.02}, tf::metrics::accuracy{});
     CHECK(model.log_names() == std::vector<std::string>{"loss", "cls_loss", "reg_loss", "cls_accuracy"});

@@ -18,18 +18,22 @@
 // input shape is a tf::error naming the layer and both shapes. Copies of a
 // layer share its variables.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/layers/layer.hpp>
+#include <typeflow/models/sequential.hpp>
 
 namespace typeflow::diagnostic {
 /// A functional layer is called on an input it does not take.
@@ -38,6 +42,18 @@ struct layer_input_does_not_fit;
 }  // namespace typeflow::diagnostic
 
 namespace typeflow::layers {
+
+namespace detail {
+/// One row of a functional model's summary: a layer as it was built.
+struct summary_row {
+    std::string name, class_name;
+    dims output{};
+    index_t params = 0, trainable_params = 0;
+};
+/// Where layers called on this thread report themselves while a functional
+/// model writes its summary (null otherwise).
+inline thread_local std::vector<summary_row>* summary_sink = nullptr;
+}  // namespace detail
 
 /// A named layer for the functional API (see the file comment).
 template <fixed_string Name, class Spec>
@@ -77,6 +93,13 @@ private:
             typeflow::detail::raise(typeflow::detail::message()
                                     << "layer '" << Name.view() << "' was built for input " << st_->input
                                     << " and is now called on " << in << " (or another dtype or device)");
+        }
+        if (auto* sink = detail::summary_sink) {  // a shared layer is listed once
+            bool listed = false;
+            for (const auto& r : *sink) listed = listed || r.name == Name.view();
+            if (!listed)
+                sink->push_back({std::string(Name.view()), std::string(Spec::class_name), B::output, B::params,
+                                 B::trainable_params});
         }
         return *static_cast<const B*>(st_->bound.get());
     }
@@ -155,6 +178,46 @@ public:
     /// Keras' model.compile(loss, optimizer, metrics...) (models/model.hpp).
     template <class Loss, class Opt, class... Metrics>
     auto compile(Loss loss, Opt optimizer, Metrics... metrics) const;
+
+    /// The table Keras' model.summary() prints: the inputs, then each layer
+    /// in the order the model first calls it, with its class, output shape and
+    /// parameter count, and the totals. Ops that are not layers (concatenate,
+    /// arithmetic) have no row, as Keras' ops do not.
+    std::string summary_string() const {
+        std::vector<layers::detail::summary_row> rows;
+        std::apply([&](const auto&... p) { (rows.push_back({std::string(p.name()), "InputLayer", shape_t<P>::value, 0, 0}), ...); },
+                   in_.items);
+        layers::detail::summary_sink = &rows;
+        try {
+            (void)build_(inference);
+        } catch (...) {
+            layers::detail::summary_sink = nullptr;
+            throw;
+        }
+        layers::detail::summary_sink = nullptr;
+        const std::string rule(65, '_'), thick(65, '=');
+        const auto row = [](std::string_view a, std::string_view b, std::string_view c) {
+            std::string s = " ";
+            s += a;
+            s.resize(std::max<std::size_t>(s.size() + 1, 33), ' ');
+            s += b;
+            s.resize(std::max<std::size_t>(s.size() + 1, 55), ' ');
+            s += c;
+            return s + "\n";
+        };
+        std::string s = "Model: \"functional\"\n" + rule + "\n" + row("Layer (type)", "Output Shape", "Param #") + thick + "\n";
+        index_t total = 0, trainable = 0;
+        for (const auto& r : rows) {
+            s += row(r.name + " (" + r.class_name + ")", detail::keras_shape(r.output), std::to_string(r.params));
+            total += r.params;
+            trainable += r.trainable_params;
+        }
+        s += thick + "\nTotal params: " + std::to_string(total) + "\nTrainable params: " + std::to_string(trainable) +
+             "\nNon-trainable params: " + std::to_string(total - trainable) + "\n" + rule + "\n";
+        return s;
+    }
+    /// Prints summary_string() to stdout.
+    void summary() const { std::fputs(summary_string().c_str(), stdout); }
 
 private:
     inputs_t<P...> in_;
