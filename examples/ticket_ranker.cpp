@@ -1,4 +1,4 @@
-// The lectures' two-tower ticket ranker: a functional model with three inputs
+// examples/ticket_ranker.cpp — the lectures' two-tower ticket ranker: a functional model with three inputs
 // (a title and a body as word ids of varying length, padded with 0 and
 // masked; 12 tags) and two outputs (a priority and one of 4 departments),
 // trained with fit on generated tickets with a planted rule and evaluated on
@@ -13,9 +13,11 @@
 // words 1..10; its department is k when its body holds words of group k
 // (20 + 20k .. 39 + 20k); tag k is set for department k half the time, and
 // other tags at random. The program exits non-zero unless held-out accuracy
-// reaches 0.95 for the priority and 0.9 for the department (it reaches 1.000
-// and 0.995 or more; Keras, benchmarks/tensorflow/ticket_ranker_keras.py,
-// 1.000 and 0.997).
+// reaches 0.95 for the priority and 0.9 for the department after 4 epochs
+// (it printed 0.992 and 0.986; the same model and rule in Keras,
+// benchmarks/tensorflow/ticket_ranker_keras.py, 1.000 and 0.973). Both
+// overfit if trained much longer: the words of 10,000 that carry no signal
+// are seen a few times each.
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -55,7 +57,7 @@ std::vector<std::pair<inputs, targets>> tickets(int batches, std::mt19937& rng) 
 }
 
 int main(int argc, char** argv) {
-    const int epochs = argc > 1 ? std::atoi(argv[1]) : 8;
+    const int epochs = argc > 1 ? std::atoi(argv[1]) : 4;
     std::mt19937 rng(2026);
     const auto train = tickets(100, rng), held_out = tickets(20, rng);
 
