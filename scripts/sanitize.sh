@@ -63,7 +63,7 @@ CORE_EXAMPLES="readme_training"
 # k, weighs about the same), and the other examples, lightest first.
 ROTATING_UNITS=(grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm grad_property_2
                 ops_reduce ops_gather ops_elementwise expr models recurrent reference_backend ops_pool ops_conv
-                ops_dropout_norm io_monitored grad_graph ops_matmul train loops control ops_shape concurrent lstm_kernel)
+                ops_dropout_norm io_monitored grad_graph ops_matmul train loops control ops_shape concurrent lstm_kernel queue_ops)
 ROTATING_EXAMPLES=(dot_graph tf_lecture readme_expr diabetes_regression iris_logistic readme_custom_loop tensor_api
                    custom_op readme_tour io_checkpoint)
 # Only in the full run: the CNN example alone costs 164 s of compiler time

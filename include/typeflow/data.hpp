@@ -17,6 +17,7 @@
 #include <typeflow/data/mnist.hpp>
 #include <typeflow/data/prefetch.hpp>
 #include <typeflow/data/queue.hpp>
+#include <typeflow/data/queue_ops.hpp>
 #include <typeflow/data/range.hpp>
 #include <typeflow/data/repeat.hpp>
 #include <typeflow/data/shuffle.hpp>

@@ -225,6 +225,8 @@ public:
     }
     index_t capacity() const noexcept { return capacity_; }
     const std::string& name() const noexcept { return name_; }
+    /// The shape the queue requires of component k, if it declares one.
+    const std::optional<dims>& declared_shape(std::size_t k) const { return shapes_.at(k); }
 
 protected:
     /// shapes: one per component, or none; an extent `dyn` matches any.
