@@ -219,3 +219,48 @@ TEST_CASE("scan gradients over a dyn length: finite differences, and work linear
     // two more steps cost the same whatever the length: no step's work is repeated per step
     CHECK(evals[2] - evals[1] == evals[1] - evals[0]);
 }
+
+namespace {
+template <tf::index_t Steps>
+void check_scan_length() {
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.4, 51}};
+    tf::variable<"h0", double, tf::shape<2>> h0{tf::init::normal{0.0, 1.0, 52}};
+    tf::variable<"xs", double, tf::shape<Steps, 2>> xs{tf::init::normal{0.0, 1.0, 53}};
+    auto hs = tf::scan([&](const auto& h, const auto& x) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + x); },
+                       xs, h0);
+    auto y = tf::sum(tf::square(hs));
+    INFO(Steps << " steps");
+    TFTEST_CHECK_GRAD("scan", y, W, h0, xs);
+}
+}  // namespace
+
+TEST_CASE("scan gradients through 1 and 2 and 50 steps and nested scans and a scan inside a cond", "[control][scan][grad]") {
+    check_scan_length<1>();
+    check_scan_length<2>();
+    check_scan_length<50>();
+
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.4, 61}};
+    tf::variable<"h0", double, tf::shape<2>> h0{tf::init::normal{0.0, 1.0, 62}};
+    tf::variable<"xs", double, tf::shape<3, 2, 2>> xs{tf::init::normal{0.0, 1.0, 63}};
+    const auto step = [&](const auto& h, const auto& x) {
+        return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + x);
+    };
+    SECTION("a scan inside a scan: each outer step runs 2 inner steps from its carry") {
+        auto outer = tf::scan(
+            [&](const auto& h, const auto& rows) { return tf::gather(tf::scan(step, rows, h), tf::literal<std::int32_t, 1>{}); },
+            xs, h0);
+        auto y = tf::sum(tf::square(outer));
+        TFTEST_CHECK_GRAD("nested scans", y, W, h0, xs);
+    }
+    SECTION("a scan inside a cond, both branches") {
+        tf::variable<"ys", double, tf::shape<4, 2>> ys{tf::init::normal{0.0, 1.0, 64}};
+        const auto scanned = [&] { return tf::gather(tf::scan(step, ys, h0), tf::literal<std::int32_t, 3>{}); };
+        const auto other = [&] { return h0 * 2.0; };
+        auto taken = tf::sum(tf::square(tf::cond(tf::sum(h0) < 100.0, scanned, other)));
+        TFTEST_CHECK_GRAD("scan in the taken branch", taken, W, h0, ys);
+        auto not_taken = tf::sum(tf::square(tf::cond(tf::sum(h0) > 100.0, scanned, other)));
+        TFTEST_CHECK_GRAD("scan in the branch not taken", not_taken, h0);
+        tf::session s;
+        CHECK(s.run(tf::grad(not_taken, W))[0] == 0.0);  // the scan's weights get nothing
+    }
+}
