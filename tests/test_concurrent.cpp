@@ -5,6 +5,7 @@
 // same number of steps on one thread.
 #include <catch2/catch.hpp>
 
+#include <typeflow/io/saver.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <atomic>
@@ -135,4 +136,61 @@ TEST_CASE("4 threads of Hogwild SGD steps on one model reach the single-thread l
     CHECK(one < 1e-3);  // from about 2.6 at w = 0
     CHECK(four < 1e-3);
     CHECK(four < 2 * one + 1e-4);
+}
+
+TEST_CASE("locked optimizers lose no update of concurrent steps, and equal unlocked ones on one thread", "[unit][session][concurrent]") {
+    constexpr int threads = 4, steps = 250;
+    SECTION("sgd: each step subtracts exactly lr * gradient") {
+        tf::placeholder<"c", double, tf::shape<16>> c;
+        tf::variable<"w", double, tf::shape<16>> w{tf::init::zeros{}};
+        auto loss = tf::sum(w * c);  // gradient c whatever w is
+        auto step = tf::train::use_locking(tf::train::sgd(0.5)).minimize(loss);
+        tf::tensor<double> cv({16});
+        for (int i = 0; i < 16; ++i) cv[i] = double(1 << (i % 4));  // updates are exact in double
+        tf::session s{tf::session_options{.threads = 1}};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&] {
+                for (int k = 0; k < steps; ++k) s.run(step, tf::feed(c, cv));
+            });
+        for (auto& t : ts) t.join();
+        for (int i = 0; i < 16; ++i) CHECK(w.value()[i] == -0.5 * threads * steps * cv[i]);
+    }
+    SECTION("adam: its step count and slots see every step") {
+        tf::placeholder<"c", float, tf::shape<8>> c;
+        tf::variable<"v", float, tf::shape<8>> v{tf::init::zeros{}};
+        auto step = tf::train::use_locking(tf::train::adam(0.01f)).minimize(tf::sum(v * c));
+        tf::tensor<float> cv({8}, {1, 1, 1, 1, 1, 1, 1, 1});
+        tf::session s{tf::session_options{.threads = 1}};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&] {
+                for (int k = 0; k < steps; ++k) s.run(step, tf::feed(c, cv));
+            });
+        for (auto& t : ts) t.join();
+        bool found_t = false;
+        tf::io::saver sv(step);
+        for (const auto& e : sv.tensors())
+            if (e.name == "v/t") {
+                CHECK(*static_cast<const float*>(e.data) == float(threads * steps));
+                found_t = true;
+            }
+        CHECK(found_t);
+        // with a constant gradient Adam moves each coordinate by about lr per step
+        CHECK(v.value()[0] == Approx(-0.01 * threads * steps).epsilon(0.05));
+    }
+    SECTION("on one thread a locked optimizer computes what the unlocked one does") {
+        tf::placeholder<"x", float, tf::shape<tf::dyn, 3>> x;
+        tf::variable<"a", float, tf::shape<3, 1>> a{tf::init::normal{0.f, 1.f, 5}};
+        tf::variable<"b", float, tf::shape<3, 1>> b{tf::init::normal{0.f, 1.f, 5}};
+        auto step_a = tf::train::adam(0.05f).minimize(tf::mean(tf::square(tf::matmul(x, a) - 1.f)));
+        auto step_b = tf::train::use_locking(tf::train::adam(0.05f)).minimize(tf::mean(tf::square(tf::matmul(x, b) - 1.f)));
+        tf::session s;
+        const auto xv = random_tensor(tf::dims{16, 3}, 9);
+        for (int k = 0; k < 20; ++k) {
+            s.run(step_a, tf::feed(x, xv));
+            s.run(step_b, tf::feed(x, xv));
+        }
+        for (int i = 0; i < 3; ++i) CHECK(a.value()[i] == b.value()[i]);
+    }
 }

@@ -96,4 +96,12 @@ template <class Op>
     requires requires { Op::is_assign; }
 struct is_assign_op<Op> : std::bool_constant<Op::is_assign> {};
 
+/// True for updates computed and written under the update lock at the end of
+/// the run (op::locked_update, an optimizer's use_locking).
+template <class Op>
+struct is_locked_update_op : std::false_type {};
+template <class Op>
+    requires requires { Op::is_locked_update; }
+struct is_locked_update_op<Op> : std::bool_constant<Op::is_locked_update> {};
+
 }  // namespace typeflow

@@ -92,6 +92,7 @@ struct node_flags {
     bool assign = false;
     bool materialized = false;  // has a value buffer (or aliases one, for views)
     bool immediate_write = false;  // an assign some with_dependencies waits for
+    bool locked = false;           // a locked update: computed and written under the update lock, at the end
     std::size_t uses = 0;           // edges in, plus one per fetch
 };
 
@@ -105,6 +106,12 @@ template <class N>
 struct is_assign<N> : is_assign_op<typename N::op> {};
 template <class N>
 inline constexpr bool is_assign_v = is_assign<N>::value;
+/// True for locked updates (op::locked_update).
+template <class N>
+struct is_locked_update : std::false_type {};
+template <class N>
+    requires requires { typename N::op; }
+struct is_locked_update<N> : is_locked_update_op<typename N::op> {};
 
 /// The positions in Nodes of a node's children, as an index_sequence (a type:
 /// no entity with a mangled name is made per node).
@@ -161,7 +168,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
         std::array<node_flags, size> f{};
         std::size_t i = 0;
         ((f[i].kind = Ts::kind, f[i].leaf = Ts::is_leaf, f[i].pure = typeflow::detail::is_pure<Ts>::value,
-          f[i].assign = is_assign<Ts>::value, ++i),
+          f[i].assign = is_assign<Ts>::value, f[i].locked = is_locked_update<Ts>::value, ++i),
          ...);
         ((f[index<Fs>::value].fetched = true, ++f[index<Fs>::value].uses), ...);
         for (const edge& e : edges) {

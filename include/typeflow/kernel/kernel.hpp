@@ -27,6 +27,7 @@
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/core/type_list.hpp>
 #include <typeflow/expr/node.hpp>
+#include <typeflow/expr/ops/assign.hpp>
 
 namespace typeflow {
 
@@ -63,6 +64,11 @@ struct kernel;
 /// The evaluator of fused element-wise regions on Device (specialised by backends).
 template <class Device>
 struct fused;
+
+/// A locked update runs its inner op's kernel (expr/ops/assign.hpp).
+template <class Device, class Inner>
+    requires requires { sizeof(kernel<Device, Inner>); }
+struct kernel<Device, op::locked_update<Inner>> : kernel<Device, Inner> {};
 
 /// True when this build has a kernel of Op for Device.
 template <class Device, class Op>

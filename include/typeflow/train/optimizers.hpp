@@ -504,6 +504,69 @@ adagrad_optimizer<LR> adagrad(LR lr, adagrad_options o = {}) {
 }
 
 // ---------------------------------------------------------------------------
+// Locking (TensorFlow's use_locking=True)
+// ---------------------------------------------------------------------------
+
+namespace detail {
+template <class Op>
+inline constexpr bool lockable_v = false;
+template <assign_mode M>
+inline constexpr bool lockable_v<op::assign<M>> = true;
+template <class Rule>
+inline constexpr bool lockable_v<op::apply_dense<Rule>> = true;
+// An update op with its dense updates locked (op::locked_update): groups are
+// rebuilt around locked children; a sparse update (which writes its rows when
+// it runs) stays as it was.
+template <class N>
+auto lock_update(const N& n) {
+    if constexpr (requires { typename N::op; }) {
+        using Op = typename N::op;
+        constexpr std::size_t C = N::children_list::size;
+        if constexpr (std::is_same_v<Op, op::group>) {
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return group(lock_update(n.template child<I>())...);
+            }(std::make_index_sequence<C>{});
+        } else if constexpr (lockable_v<Op>) {
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return make_node<op::locked_update<Op>>(n.template child<I>()...);
+            }(std::make_index_sequence<C>{});
+        } else {
+            return n;
+        }
+    } else {
+        return n;
+    }
+}
+}  // namespace detail
+
+/// Optimizer Opt whose dense updates are locked (TensorFlow's
+/// use_locking=True): each run's updates are computed at the end of the run
+/// under one process-wide lock, from the variables' and slots' values as the
+/// lock finds them, and written before the lock is released, so concurrent
+/// steps lose no update. Without it (the default), concurrent steps update
+/// without locks (Hogwild): a step's update is computed from the values its
+/// run began with, and a concurrent write may be overwritten. Sparse updates
+/// (embedding rows) are not locked.
+template <class Opt>
+class locking_optimizer : public optimizer<locking_optimizer<Opt>> {
+public:
+    using learning_rate_type = typename Opt::learning_rate_type;
+    explicit locking_optimizer(Opt o) : opt_(std::move(o)) {}
+    template <class G, class V>
+    auto update(const G& g, const V& v) const {
+        return detail::lock_update(opt_.update(g, v));
+    }
+
+private:
+    Opt opt_;
+};
+/// opt with locked updates: tf::train::use_locking(tf::train::sgd(0.1f)).minimize(loss).
+template <class Opt>
+locking_optimizer<Opt> use_locking(Opt opt) {
+    return locking_optimizer<Opt>(std::move(opt));
+}
+
+// ---------------------------------------------------------------------------
 // Learning-rate schedules: scalar expressions of a global step variable, on
 // the step's device
 // ---------------------------------------------------------------------------

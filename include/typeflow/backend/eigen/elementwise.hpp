@@ -91,5 +91,7 @@ struct array_form<op::assign<M>> {
         else return v - e;
     }
 };
+template <class Inner>
+struct array_form<op::locked_update<Inner>> : array_form<Inner> {};
 
 }  // namespace typeflow::backend::eigen

@@ -5,7 +5,8 @@
 // order (the later of two writes to one variable wins) — unless a control
 // dependency (with_dependencies) asks for a write first; such a write is
 // applied as soon as it is computed. The value of an assign node is the
-// variable's new value.
+// variable's new value. A locked update (op::locked_update) is computed at the
+// end of the run, under a lock, and written at once.
 #pragma once
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
@@ -71,5 +72,20 @@ decltype(auto) assign(const V& v, E e) {
 /// Assignments have no gradient (as in TensorFlow).
 template <assign_mode M>
 struct gradient<op::assign<M>> : no_gradient {};
+
+namespace op {
+/// An update op (assign, assign_add, assign_sub, apply_dense) made atomic:
+/// computed and written at the end of the run under the process's update
+/// lock, so it reads the variable's and the slots' values as the lock finds
+/// them and no concurrent locked update is lost (TensorFlow's
+/// use_locking=True). The kernels are Inner's.
+template <class Inner>
+struct locked_update : Inner {
+    static_assert(Inner::is_assign, "typeflow: locked_update: only an update op can be locked");
+    static constexpr bool is_locked_update = true;
+};
+}  // namespace op
+template <class Inner>
+struct gradient<op::locked_update<Inner>> : no_gradient {};
 
 }  // namespace typeflow

@@ -3,9 +3,19 @@
 // TYPEFLOW_SEPARATE_COMPILATION it is compiled once, in the translation unit
 // that includes <typeflow/src.hpp>.
 #pragma once
+#include <mutex>
+
 #include <typeflow/runtime/plan.hpp>
 
 namespace typeflow::runtime {
+
+// The lock of locked updates (op::locked_update): one for the process, so a
+// locked update of several variables (a variable and its slots) needs no
+// lock order.
+TYPEFLOW_DECL std::mutex& locked_update_mutex() {
+    static std::mutex m;
+    return m;
+}
 
 TYPEFLOW_DECL plan_core::plan_core(const subgraph& top, const parallel_ctx& par) : top_(&top), par_(par) {}
 
@@ -275,8 +285,13 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         for (std::size_t x = 0; x + 1 < ctx_first_.size(); ++x) cursor_[x] = ctx_first_[x];
         for (std::uint8_t& r : ran_) r = 0;
     }
+    bool locked = false;  // locked updates wait for step 7
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
+        if (flags_[i].locked) {
+            locked = true;
+            continue;
+        }
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
             if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
         if (hook && ready_after_[i]) report_ready(*hook, i);
@@ -289,7 +304,17 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
     if (hook) report_ready(*hook, n_);
-    // 7. writes of assigns, in topological order (the later of two writes wins; a branch not taken writes nothing)
+    // 7. writes of assigns, in topological order (the later of two writes wins; a branch not taken writes nothing).
+    // Locked updates are computed first, all of them, then written, under the update lock: they read the
+    // variables as the lock finds them, and no other locked update runs in between.
+    std::unique_lock<std::mutex> update_lock;
+    if (locked) {
+        update_lock = std::unique_lock<std::mutex>(locked_update_mutex());
+        for (std::size_t i = 0; i < n_; ++i)
+            if (flags_[i].locked && computed(i))
+                for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
+                    if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
+    }
     for (std::size_t i = 0; i < n_; ++i)
         if (flags_[i].assign && !flags_[i].immediate_write)
             for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
@@ -798,7 +823,9 @@ TYPEFLOW_DECL void plan_core::compute_last_reads() {
         if (!e.extents_only) reader[e.child] = e.parent;
     array<std::size_t> step(n_);
     for (std::size_t i = n_; i-- > 0;)
-        step[i] = !flags_[i].leaf && !flags_[i].materialized && !flags_[i].fetched ? step[reader[i]] : i;
+        step[i] = flags_[i].locked ? n_  // computed at the end of the run (step 7)
+                  : !flags_[i].leaf && !flags_[i].materialized && !flags_[i].fetched ? step[reader[i]]
+                                                                                     : i;
     for (std::size_t i = 0; i < n_; ++i) last_[i] = flags_[i].fetched ? n_ : i;
     for (const graph::edge& e : edges_)
         if (!e.extents_only) last_[e.child] = std::max(last_[e.child], step[e.parent]);
