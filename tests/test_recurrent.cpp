@@ -117,6 +117,61 @@ TEST_CASE("recurrent layers: the last step alone, shapes and parameter counts", 
     }
 }
 
+TEST_CASE("with_state gives the final states: h is the last output, c the LSTM's cell, a mask holds them", "[layers][recurrent]") {
+    const auto fx = keras_fixture();
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 5, 4>> x;
+    tf::placeholder<"mask", bool, tf::shape<tf::dyn, 5>> mask;
+    tf::layers::lstm<3, true>::bind<"rnn", tf::dims{tf::dyn, 5, 4}, float, tf::cpu> l;
+    load(l.kernel, fx.at("lstm/kernel"));
+    load(l.recurrent_kernel, fx.at("lstm/recurrent_kernel"));
+    load(l.bias, fx.at("lstm/bias"));
+    tf::tensor<float> xb({2, 5, 4});
+    for (std::size_t i = 0; i < fx.at("x").size(); ++i) xb[static_cast<tf::index_t>(i)] = fx.at("x")[i];
+    tf::tensor<bool> mb({2, 5});
+    for (std::size_t i = 0; i < fx.at("mask").size(); ++i) mb[static_cast<tf::index_t>(i)] = fx.at("mask")[i] != 0.f;
+    auto [seq, h, c] = l.with_state(x, tf::inference);
+    auto [mseq, mh, mc] = l.with_state(x, mask, tf::inference);
+    tf::session s;
+    auto [sv, hv, cv, msv, mhv, mcv] = s.run(tf::fetch(seq, h, c, mseq, mh, mc), tf::feed(x, xb), tf::feed(mask, mb));
+    REQUIRE(hv.dims() == tf::dims{2, 3});
+    REQUIRE(cv.dims() == tf::dims{2, 3});
+    // c by a plain C++ LSTM over the same weights (gates i, f, g, o), with and without the mask
+    const auto& W = fx.at("lstm/kernel");
+    const auto& U = fx.at("lstm/recurrent_kernel");
+    const auto& B = fx.at("lstm/bias");
+    const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+    for (int masked = 0; masked < 2; ++masked)
+        for (int b = 0; b < 2; ++b) {
+            double hh[3] = {}, cc[3] = {};
+            for (int t = 0; t < 5; ++t) {
+                if (masked && !mb(b, t)) continue;
+                double a[12];
+                for (int j = 0; j < 12; ++j) {
+                    a[j] = B[static_cast<std::size_t>(j)];
+                    for (int k = 0; k < 4; ++k) a[j] += xb(b, t, k) * W[static_cast<std::size_t>(k * 12 + j)];
+                    for (int k = 0; k < 3; ++k) a[j] += hh[k] * U[static_cast<std::size_t>(k * 12 + j)];
+                }
+                for (int u = 0; u < 3; ++u) {
+                    cc[u] = sig(a[3 + u]) * cc[u] + sig(a[u]) * std::tanh(a[6 + u]);
+                    hh[u] = sig(a[9 + u]) * std::tanh(cc[u]);
+                }
+            }
+            for (int u = 0; u < 3; ++u) {
+                INFO("masked " << masked << " sequence " << b << " unit " << u);
+                CHECK((masked ? mcv : cv)(b, u) == Approx(cc[u]).margin(1e-6));
+                CHECK((masked ? mhv : hv)(b, u) == Approx(hh[u]).margin(1e-6));
+                CHECK((masked ? mhv : hv)(b, u) == (masked ? msv : sv)(b, 4, u));  // the last output
+            }
+        }
+    // sequence 0 is masked after step 2: its final state is the one after step 2
+    for (int u = 0; u < 3; ++u) CHECK(mhv(0, u) == msv(0, 2, u));
+
+    tf::layers::gru<3>::bind<"g", tf::dims{tf::dyn, 5, 4}, float, tf::cpu> g;
+    auto [out, gh] = g.with_state(x, tf::inference);
+    auto [ov, ghv] = s.run(tf::fetch(out, gh), tf::feed(x, xb));
+    for (int i = 0; i < 6; ++i) CHECK(ghv[i] == ov[i]);  // without sequences the output is the final h
+}
+
 TEST_CASE("recurrent layer gradients match finite differences", "[layers][recurrent][grad]") {
     tf::variable<"x", double, tf::shape<2, 3, 2>> x{tf::init::normal{0.0, 1.0, 51}};
     SECTION("simple_rnn") {

@@ -18,8 +18,11 @@
 // a mask [batch, time] (bool; Keras' mask_zero gives ids != 0), a masked step
 // leaves the state as it was, so padded positions have no effect:
 //   layer(x, mask, tf::training)
+// with_state(x[, mask], mode) also gives the final state (Keras'
+// return_state=True): std::tuple(output, h), and (output, h, c) for LSTM.
 #pragma once
 #include <cstdint>
+#include <tuple>
 
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
@@ -58,6 +61,13 @@ auto last_step(const H& hs) {
     using i32 = std::int32_t;
     const auto steps = cast<i32>(make_node<op::reduced_count<0>>(hs));
     return gather(hs, steps - literal<i32, 1, 1, device_t<H>>{});
+}
+// A recurrent layer's output from its states [time, batch, units]: every
+// step's (ReturnSequences, [batch, time, units]) or the last one's.
+template <bool ReturnSequences, class H>
+auto rnn_output(const H& hs) {
+    if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
+    else return last_step(hs);
 }
 // Columns [K * Units, (K + 1) * Units) of z [batch, G * Units].
 template <index_t K, index_t Units, class Z>
@@ -120,21 +130,32 @@ struct simple_rnn {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
-            return run<void>(x, nullptr);
+            return detail::rnn_output<ReturnSequences>(steps<void>(x, nullptr));
         }
         /// With mask [batch, time] (bool): a masked step leaves the state as it was.
         template <class X, class K, mode_c M>
         auto operator()(const X& x, const K& mask, M) const {
-            return run(x, &mask);
+            return detail::rnn_output<ReturnSequences>(steps(x, &mask));
         }
+        /// The output and the final state h (Keras' return_state=True): std::tuple(output, h).
+        template <class X, mode_c M>
+        auto with_state(const X& x, M) const {
+            const auto hs = steps<void>(x, nullptr);
+            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
+        }
+        /// The same with a mask: h is the state after the last step that counts.
+        template <class X, class K, mode_c M>
+        auto with_state(const X& x, const K& mask, M) const {
+            const auto hs = steps(x, &mask);
+            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
+        }
+        // every step's state [time, batch, units]
         template <class K, class X>
-        auto run(const X& x, const K* mask) const {
+        auto steps(const X& x, const K* mask) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, units]
-            const auto hs = detail::run_steps<Units>(
+            return detail::run_steps<Units>(
                 [this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); }, z,
                 detail::zero_state<Units>(z), mask);
-            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
-            else return detail::last_step(hs);
         }
         template <class F>
         void for_each_variable(F&& f) const {
@@ -170,23 +191,39 @@ struct lstm {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
-            return run<void>(x, nullptr);
+            return detail::rnn_output<ReturnSequences>(h_of(steps<void>(x, nullptr)));
         }
         /// With mask [batch, time] (bool): a masked step leaves h and c as they were.
         template <class X, class K, mode_c M>
         auto operator()(const X& x, const K& mask, M) const {
-            return run(x, &mask);
+            return detail::rnn_output<ReturnSequences>(h_of(steps(x, &mask)));
         }
+        /// The output and the final states h and c (Keras' return_state=True):
+        /// std::tuple(output, h, c).
+        template <class X, mode_c M>
+        auto with_state(const X& x, M) const {
+            return output_and_state(steps<void>(x, nullptr));
+        }
+        /// The same with a mask: h and c are the states after the last step that counts.
+        template <class X, class K, mode_c M>
+        auto with_state(const X& x, const K& mask, M) const {
+            return output_and_state(steps(x, &mask));
+        }
+        template <class S>
+        static auto h_of(const S& s) {
+            return slice<0, 0, 0>(s, sizes<-1, -1, Units>);  // [time, batch, units]
+        }
+        template <class S>
+        static auto output_and_state(const S& s) {
+            return std::make_tuple(detail::rnn_output<ReturnSequences>(h_of(s)), detail::last_step(h_of(s)),
+                                   detail::last_step(slice<0, 0, Units>(s, sizes<-1, -1, Units>)));
+        }
+        // every step's state [time, batch, 6 units]: h, c, then the gates
         template <class K, class X>
-        auto run(const X& x, const K* mask) const {
+        auto steps(const X& x, const K* mask) const {
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, 4 units]
-            const auto s = [&] {  // [time, batch, 6 units]: h, c, then the gates
-                if constexpr (std::is_same_v<K, void>) return typeflow::detail::lstm_sequence(z, recurrent_kernel);
-                else return typeflow::detail::lstm_sequence(z, recurrent_kernel, cast<T>(transpose<1, 0>(*mask)));
-            }();
-            const auto hs = slice<0, 0, 0>(s, sizes<-1, -1, Units>);  // [time, batch, units]
-            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
-            else return detail::last_step(hs);
+            if constexpr (std::is_same_v<K, void>) return typeflow::detail::lstm_sequence(z, recurrent_kernel);
+            else return typeflow::detail::lstm_sequence(z, recurrent_kernel, cast<T>(transpose<1, 0>(*mask)));
         }
         template <class F>
         void for_each_variable(F&& f) const {
@@ -221,18 +258,31 @@ struct gru {
 
         template <class X, mode_c M>
         auto operator()(const X& x, M) const {
-            return run<void>(x, nullptr);
+            return detail::rnn_output<ReturnSequences>(steps<void>(x, nullptr));
         }
         /// With mask [batch, time] (bool): a masked step leaves the state as it was.
         template <class X, class K, mode_c M>
         auto operator()(const X& x, const K& mask, M) const {
-            return run(x, &mask);
+            return detail::rnn_output<ReturnSequences>(steps(x, &mask));
         }
+        /// The output and the final state h (Keras' return_state=True): std::tuple(output, h).
+        template <class X, mode_c M>
+        auto with_state(const X& x, M) const {
+            const auto hs = steps<void>(x, nullptr);
+            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
+        }
+        /// The same with a mask: h is the state after the last step that counts.
+        template <class X, class K, mode_c M>
+        auto with_state(const X& x, const K& mask, M) const {
+            const auto hs = steps(x, &mask);
+            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
+        }
+        // every step's state [time, batch, units]
         template <class K, class X>
-        auto run(const X& x, const K* mask) const {
+        auto steps(const X& x, const K* mask) const {
             const auto b_in = reshape<3 * Units>(slice<0, 0>(bias, sizes<1, -1>));
             const auto z = matmul(transpose<1, 0, 2>(x), kernel) + b_in;  // [time, batch, 3 units]
-            const auto hs = detail::run_steps<3 * Units>(
+            return detail::run_steps<3 * Units>(
                 [this](const auto& h, const auto& a) {
                     const auto r_ = matmul(h, recurrent_kernel) + reshape<3 * Units>(slice<1, 0>(bias, sizes<1, -1>));
                     const auto u = typeflow::sigmoid(detail::gate<0, Units>(a) + detail::gate<0, Units>(r_));
@@ -241,8 +291,6 @@ struct gru {
                     return u * h + (literal<value_type_t<decltype(h)>, 1, 1, device_t<decltype(h)>>{} - u) * n;
                 },
                 z, detail::zero_state<Units>(z), mask);
-            if constexpr (ReturnSequences) return transpose<1, 0, 2>(hs);
-            else return detail::last_step(hs);
         }
         template <class F>
         void for_each_variable(F&& f) const {

@@ -71,6 +71,17 @@ public:
     auto operator()(const X& x, const K& mask, M m) const {
         return bound<X>()(x, mask, m);
     }
+    /// A recurrent layer's output and final state (Keras' return_state=True):
+    /// std::tuple(output, h), or (output, h, c) for LSTM.
+    template <expression X, mode_c M>
+    auto with_state(const X& x, M m) const {
+        return bound<X>().with_state(x, m);
+    }
+    /// The same with a mask [batch, time] (bool).
+    template <expression X, expression K, mode_c M>
+    auto with_state(const X& x, const K& mask, M m) const {
+        return bound<X>().with_state(x, mask, m);
+    }
     /// True once the layer has been called (and so has variables).
     bool built() const noexcept { return st_->bound != nullptr; }
 
