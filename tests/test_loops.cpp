@@ -252,6 +252,17 @@ TEST_CASE("scan gradients through 1 and 2 and 50 steps and nested scans and a sc
         auto y = tf::sum(tf::square(outer));
         TFTEST_CHECK_GRAD("nested scans", y, W, h0, xs);
     }
+    SECTION("a cond inside a scan's step: the carry's adjoint flows through the taken branch") {
+        // (it did not before cond kept the gradient's stand-ins for the carry: the reverse scan stopped)
+        tf::variable<"ys", double, tf::shape<5, 2>> ys{tf::init::normal{0.0, 1.0, 65}};
+        auto hs = tf::scan(
+            [&](const auto& h, const auto& x) {
+                return tf::cond(tf::sum(x) > 0.0, [&] { return step(h, x); }, [&] { return h * 0.5 - x; });
+            },
+            ys, h0);
+        auto y = tf::sum(tf::square(hs));
+        TFTEST_CHECK_GRAD("cond in a scan", y, W, h0, ys);
+    }
     SECTION("a scan inside a cond, both branches") {
         tf::variable<"ys", double, tf::shape<4, 2>> ys{tf::init::normal{0.0, 1.0, 64}};
         const auto scanned = [&] { return tf::gather(tf::scan(step, ys, h0), tf::literal<std::int32_t, 3>{}); };
@@ -262,5 +273,75 @@ TEST_CASE("scan gradients through 1 and 2 and 50 steps and nested scans and a sc
         TFTEST_CHECK_GRAD("scan in the branch not taken", not_taken, h0);
         tf::session s;
         CHECK(s.run(tf::grad(not_taken, W))[0] == 0.0);  // the scan's weights get nothing
+    }
+}
+
+namespace {
+// x <- tanh(x W + b) for `iterations` steps (the condition counts)
+template <int Iterations>
+void check_while_iterations() {
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 71}};
+    tf::variable<"b", double, tf::shape<2>> b{tf::init::normal{0.0, 0.5, 72}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 73}};
+    auto x = tf::while_loop([](const auto& i, const auto&) { return i < Iterations; },
+                            [&](const auto& v) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W)) + b); }, x0,
+                            Iterations + 3);
+    auto y = tf::sum(tf::square(x) * tf::constant<tf::shape<2>>({1.0, -2.0}));
+    INFO(Iterations << " iterations");
+    TFTEST_CHECK_GRAD("while_loop", y, W, b, x0);
+}
+}  // namespace
+
+TEST_CASE("while_loop gradients match finite differences: 1 and 2 and 50 iterations", "[control][while_loop][grad]") {
+    check_while_iterations<1>();
+    check_while_iterations<2>();
+    check_while_iterations<50>();
+}
+
+TEST_CASE("while_loop gradients: a data-dependent trip count and a loop that hits maximum_iterations", "[control][while_loop][grad]") {
+    tf::variable<"a", double, tf::shape<3>> a{tf::init::normal{0.0, 0.3, 81}};
+    tf::variable<"x0", double, tf::shape<3>> x0{tf::init::ones{}};
+    // doubles-and-shifts while the sum stays under 40: the trip count depends on the values
+    auto x = tf::while_loop([](const auto& v) { return tf::sum(v) < 40.0; }, [&](const auto& v) { return v * 1.5 + a; }, x0, 20);
+    auto y = tf::sum(tf::square(x));
+    TFTEST_CHECK_GRAD("data-dependent trip count", y, a, x0);
+    // a condition that never turns false: the loop stops at maximum_iterations (4)
+    auto capped = tf::while_loop([](const auto& v) { return tf::sum(v) > -1e9; }, [&](const auto& v) { return v * 0.5 + a; }, x0, 4);
+    tf::session s;
+    auto xv = s.run(capped);
+    auto av = a.value();
+    for (int e = 0; e < 3; ++e) {
+        double v = 1;
+        for (int k = 0; k < 4; ++k) v = v * 0.5 + av[e];
+        CHECK(xv[e] == Approx(v).epsilon(1e-12));
+    }
+    auto yc = tf::sum(capped * capped);
+    TFTEST_CHECK_GRAD("capped", yc, a, x0);
+}
+
+TEST_CASE("while_loop gradients through a scan in its body and a loop inside a cond", "[control][while_loop][grad]") {
+    tf::variable<"w", double, tf::shape<2>> w{tf::init::normal{0.0, 0.5, 91}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 92}};
+    SECTION("a scan in a while loop's body") {
+        tf::variable<"ys", double, tf::shape<2, 2>> ys{tf::init::normal{0.0, 1.0, 93}};
+        auto x = tf::while_loop(
+            [](const auto& i, const auto&) { return i < 3; },
+            [&](const auto& v) {
+                return tf::gather(tf::scan([&](const auto& u, const auto& r) { return tf::sin(u * w) + r * 0.5; }, ys, v),
+                                  tf::literal<std::int32_t, 1>{});
+            },
+            x0, 5);
+        auto y = tf::sum(tf::square(x));
+        TFTEST_CHECK_GRAD("a scan in a while loop", y, w, x0, ys);
+    }
+    SECTION("a while loop in a cond, taken and not taken") {
+        const auto loop = [&] {
+            return tf::while_loop([](const auto& i, const auto&) { return i < 3; }, [&](const auto& v) { return tf::cos(v) * w; },
+                                  x0, 3);
+        };
+        auto taken = tf::sum(tf::square(tf::cond(tf::sum(x0) < 100.0, loop, [&] { return x0 * 3.0; })));
+        TFTEST_CHECK_GRAD("while in the taken branch", taken, w, x0);
+        auto not_taken = tf::sum(tf::square(tf::cond(tf::sum(x0) > 100.0, loop, [&] { return x0 * 3.0; })));
+        TFTEST_CHECK_GRAD("while in the branch not taken", not_taken, x0);
     }
 }

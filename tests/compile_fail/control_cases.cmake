@@ -34,3 +34,5 @@ typeflow_compile_fail(gru_units control_cases.cpp TF_FAIL_gru_units
   "typeflow: layers::gru: the number of units must be positive")
 typeflow_compile_fail(simple_rnn_units control_cases.cpp TF_FAIL_simple_rnn_units
   "typeflow: layers::simple_rnn: the number of units must be positive")
+typeflow_compile_fail(while_in_while_grad control_cases.cpp TF_FAIL_while_in_while_grad
+  "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no gradient yet")

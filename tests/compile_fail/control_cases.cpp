@@ -101,5 +101,16 @@ int main() {
     auto bad = tf::scan([](const auto& a, const auto& r) { return a + r; }, pf, pf);
     (void)bad;
 #endif
+#ifdef TF_FAIL_while_in_while_grad
+    tf::variable<"wv", float, tf::shape<2, 3>> wv{tf::init::ones{}};
+    auto nested = tf::while_loop([](const auto& i, const auto&) { return i < 2; },
+                                 [&](const auto& v) {
+                                     return tf::while_loop([](const auto& j, const auto&) { return j < 2; },
+                                                           [&](const auto& u) { return u * wv; }, v, 3);
+                                 },
+                                 wv * 1.f, 3);
+    auto bad = tf::grad(tf::sum(nested), wv);
+    (void)bad;
+#endif
     return 0;
 }

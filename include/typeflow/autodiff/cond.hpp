@@ -9,6 +9,7 @@
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/elementwise.hpp>
 #include <typeflow/expr/gradient.hpp>
+#include <typeflow/expr/let.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
 #include <typeflow/expr/ops/compare.hpp>
 #include <typeflow/expr/ops/gradient_ops.hpp>
@@ -97,9 +98,18 @@ struct cond {
 namespace detail {
 // The floating-point variables, placeholders and tf::expr objects of a graph's
 // node list: the leaves a cond's gradient flows to.
+// identity(stop_gradient(x)): how a gradient passes in a value computed
+// elsewhere (scan's gradient passes each step's carry and row so), a target
+// of that gradient inside whatever the step holds; a cond keeps it as it
+// keeps a leaf, so its gradient reaches it too.
+template <class T>
+inline constexpr bool is_grad_entry_v = false;
+template <class X>
+inline constexpr bool is_grad_entry_v<node<op::identity, node<op::stop_gradient, X>>> = true;
 template <class T>
 inline constexpr bool cond_leaf_v = [] {
-    if constexpr (!T::is_leaf) return false;
+    if constexpr (is_grad_entry_v<T>) return std::is_floating_point_v<value_type_t<T>>;
+    else if constexpr (!T::is_leaf) return false;
     else if constexpr (!std::is_floating_point_v<value_type_t<T>>) return false;
     else return is_variable_v<T> || is_placeholder_v<T> || requires { T::expand_graph; };
 }();
@@ -130,6 +140,11 @@ struct leaf_finder {
             if constexpr (k < sizeof...(Ls))
                 if (!found[k]) found[k] = &e;
         } else {
+            if constexpr (is_grad_entry_v<E>) {  // kept, and so are the leaves below it
+                constexpr std::size_t k = meta::first_true({__is_same(E, Ls)...});
+                if constexpr (k < sizeof...(Ls))
+                    if (!found[k]) found[k] = &e;
+            }
             const void* id = e.identity();
             for (const void* s : seen)
                 if (s == id) return;

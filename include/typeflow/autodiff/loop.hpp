@@ -6,6 +6,8 @@
 #include <utility>
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include <typeflow/autodiff/grad.hpp>
 #include <typeflow/core/message.hpp>
@@ -14,6 +16,12 @@
 #include <typeflow/autodiff/cond.hpp>
 #include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/reduce.hpp>
+#include <typeflow/expr/ops/array.hpp>
+#include <typeflow/expr/ops/cast.hpp>
+#include <typeflow/expr/ops/compare.hpp>
+#include <typeflow/expr/ops/gradient_ops.hpp>
+#include <typeflow/expr/ops/logical.hpp>
+#include <typeflow/expr/ops/reshape.hpp>
 
 namespace typeflow::diagnostic {
 template <class LoopVarShape, class BodyShape>
@@ -72,7 +80,7 @@ struct loop {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = Stacked ? "scan" : "while_loop";
     static constexpr std::uint8_t loop_kind = Stacked ? 2 : 1;
-    static constexpr unsigned extents_only_inputs = Stacked ? (1u << 4) | (~0u << 5) : 0u;
+    static constexpr unsigned extents_only_inputs = Stacked ? (1u << 4) | (~0u << 5) : (~0u << 5);
     template <class V, class N, class B, class C, class L, class... X>
     static constexpr auto rule() {
         constexpr dims v = shape_t<V>::value, b = shape_t<B>::value;
@@ -152,6 +160,45 @@ struct scan_fn : detail::leaf_base {
     const void* identity() const noexcept { return data.get(); }
 };
 
+/// The functions of a tf::while_loop, kept for its gradient (a leaf no
+/// kernel reads, identified by object: its iteration limit is a run-time
+/// value). The box also keeps the gradient's forward graph once built.
+template <class CondFn, class BodyFn, device_c D>
+struct while_fn : detail::leaf_base {
+    struct box {
+        bool flag = true;
+        CondFn cond;
+        BodyFn body;
+        std::int64_t maximum_iterations = 0;
+        mutable std::mutex m;
+        mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_equivalent)
+        const bool* data() const noexcept { return &flag; }
+    };
+    using value_type = bool;
+    using shape_type = shape<>;
+    using device = D;
+    static constexpr bool pure = false;
+    std::shared_ptr<const box> data;
+    const void* identity() const noexcept { return data.get(); }
+};
+
+/// 0, 1, ..., n - 1 as an int32 tensor [n], n known at run time (what a while
+/// loop's gradient scans over: its iterations up to maximum_iterations).
+template <device_c D>
+struct iota_leaf : detail::leaf_base {
+    struct box {
+        std::vector<std::int32_t> values;
+        const std::int32_t* data() const noexcept { return values.data(); }
+    };
+    using value_type = std::int32_t;
+    using shape_type = shape<dyn>;
+    using device = D;
+    static constexpr bool pure = false;
+    std::shared_ptr<const box> data;
+    const void* identity() const noexcept { return data.get(); }
+    dims runtime_dims() const { return dims{static_cast<index_t>(data->values.size())}; }
+};
+
 namespace detail {
 /// Stand-ins for a scan step's carry (K = 0) and row (K = 1): the step
 /// applied to them shows which variables and placeholders the step itself
@@ -186,6 +233,29 @@ decltype(auto) make_loop(const V& v, const N& n, const B& b, const C& c, const L
     else if constexpr (is_misuse_v<C>) return c;
     else return make_node<op::loop<Stacked>>(v, n, b, c, l);
 }
+// Ls... then the types of M not among them.
+template <class L, class M>
+struct merge_leaves;
+template <class... Ls>
+struct merge_leaves<meta::list<Ls...>, meta::list<>> {
+    using type = meta::list<Ls...>;
+};
+template <class... Ls, class M, class... Ms>
+struct merge_leaves<meta::list<Ls...>, meta::list<M, Ms...>>
+    : merge_leaves<std::conditional_t<(std::is_same_v<M, Ls> || ...), meta::list<Ls...>, meta::list<Ls..., M>>,
+                   meta::list<Ms...>> {};
+// A while loop that keeps its functions and the floating-point leaves its
+// body and condition read (found through probes), for its gradient.
+template <class V, class N, class B, class C, class L, class K, class PB, class PC, class... Ls>
+decltype(auto) make_while(const V& v, const N& n, const B& b, const C& c, const L& l, const K& keep, const PB& pb,
+                          const PC& pc, meta::list<Ls...>) {
+    leaf_finder<Ls...> f;
+    f.visit(pb);
+    f.visit(pc);
+    return [&]<std::size_t... J>(std::index_sequence<J...>) -> decltype(auto) {
+        return make_node<op::loop<false>>(v, n, b, c, l, keep, *static_cast<const Ls*>(f.found[J])...);
+    }(std::index_sequence_for<Ls...>{});
+}
 }  // namespace detail
 
 /// Runs `body_fn` on a loop variable while `cond_fn` holds, at most
@@ -197,7 +267,9 @@ decltype(auto) make_loop(const V& v, const N& n, const B& b, const C& c, const L
 /// `body_fn(i, x)`, with i an int32 scalar expression (0, 1, ...). The body
 /// and condition are built once; each iteration runs the nodes that depend
 /// on the variable or the iteration, and the rest run once, before the loop.
-/// Not differentiable yet (tf::grad through it is a compile error).
+/// tf::grad differentiates through it (reverse-mode over the iterations, as
+/// tf::scan; the gradient's work grows with maximum_iterations, so give a
+/// tight bound).
 ///
 ///     auto x = tf::while_loop([](const auto& x) { return tf::sum(x) < 100.f; },
 ///                             [](const auto& x) { return x * 2.f; }, x0, 50);
@@ -207,11 +279,28 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
         return init;
     } else {
         using Tag = BodyFn;  // its iteration limit is an anonymous constant: identified by object
+        using D = device_t<Init>;
         const auto v = make_node<op::loop_var<Tag, false>>(init);
-        const node<op::loop_counter<Tag, device_t<Init>, false>> i(detail::children_tag{});
+        const node<op::loop_counter<Tag, D, false>> i(detail::children_tag{});
         decltype(auto) b = detail::call_loop_fn(body_fn, i, v);
         decltype(auto) c = detail::call_loop_fn(cond_fn, i, v);
-        return detail::make_loop<false>(v, i, b, c, scalar<std::int64_t, device_t<Init>>{maximum_iterations});
+        if constexpr (detail::is_misuse_v<std::remove_cvref_t<decltype(b)>> ||
+                      detail::is_misuse_v<std::remove_cvref_t<decltype(c)>>) {
+            return detail::make_loop<false>(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations});
+        } else {
+            // the leaves the body and the condition read themselves (not through the variable)
+            const detail::loop_probe<value_type_t<Init>, shape_t<Init>, D, 0> px;
+            const detail::loop_probe<std::int32_t, shape<>, D, 2> pi;
+            const auto pb = detail::call_loop_fn(body_fn, pi, px);
+            const auto pc = detail::call_loop_fn(cond_fn, pi, px);
+            using L = typename detail::merge_leaves<
+                typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(pb)>>>::type,
+                typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(pc)>>>::type>::type;
+            using K = while_fn<CondFn, BodyFn, D>;
+            K keep;
+            keep.data = std::shared_ptr<const typename K::box>(new typename K::box{true, cond_fn, body_fn, maximum_iterations});
+            return detail::make_while(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations}, keep, pb, pc, L{});
+        }
     }
 }
 
@@ -401,17 +490,120 @@ auto scan_adjoint(const N& n, const G& g) {
 /// (the latter summed). Each step is recomputed from the stacked carries,
 /// with a fresh copy of the step function. A scan made by a gradient is not
 /// differentiated again.
+namespace detail {
+template <class T>
+inline constexpr bool is_while_node_v = false;
+template <class... C>
+inline constexpr bool is_while_node_v<node<op::loop<false>, C...>> = true;
+template <class L>
+struct holds_while;
+template <class... Ts>
+struct holds_while<meta::list<Ts...>> : std::bool_constant<(is_while_node_v<Ts> || ...)> {};
+// True when loop node N's body (child 2) holds a while_loop.
+template <class N>
+inline constexpr bool body_holds_while_v = holds_while<graph::topo_t<meta::list_at_t<2, typename N::children_list>>>::value;
+}  // namespace detail
+
 template <>
 struct gradient<op::loop<true>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         constexpr bool kept = N::children_list::size > 5;
-        if constexpr (I == 1 || I == 2 || I == 3 || I == 5 || !kept || !std::is_floating_point_v<value_type_t<N>>) {
+        if constexpr (detail::body_holds_while_v<N>) {
+            static_assert(!detail::body_holds_while_v<N>,
+                          "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no "
+                          "gradient yet; write the inner loop as a tf::scan");
+            return ad::zero{};
+        } else if constexpr (I == 1 || I == 2 || I == 3 || I == 5 || !kept || !std::is_floating_point_v<value_type_t<N>>) {
             return ad::zero{};
         } else if constexpr (I == 4 && !std::is_floating_point_v<value_type_t<meta::list_at_t<4, typename N::children_list>>>) {
             return ad::zero{};
         } else {
             return detail::scan_adjoint<I>(n, g);
+        }
+    }
+};
+
+}  // namespace typeflow
+
+namespace typeflow {
+namespace detail {
+// The forward graph a while loop's gradient differentiates: the loop as a
+// tf::scan over its iterations 0 .. maximum_iterations - 1, whose carry is
+// [alive, the variable's elements] (flattened): a step takes the body while
+// the loop is alive and its condition holds, and copies the carry otherwise
+// (a cond: only the taken side runs), so the last carry holds the variable
+// after the loop's own trip count. The variable enters through
+// x0 = identity(stop_gradient(init)), so the leaves' adjoints count only what
+// flows through the body and the condition. Returns (y, x0).
+template <class N>
+auto build_while_equivalent(const N& n) {
+    const auto& init = n.template child<0>().template child<0>();
+    const auto& fns = *n.template child<5>().data;
+    using D = device_t<N>;
+    using T = value_type_t<N>;
+    using i32 = std::int32_t;
+    iota_leaf<D> iota;
+    {
+        auto b = std::make_shared<typename iota_leaf<D>::box>();
+        b->values.resize(static_cast<std::size_t>(fns.maximum_iterations > 0 ? fns.maximum_iterations : 0));
+        for (std::size_t t = 0; t < b->values.size(); ++t) b->values[t] = static_cast<i32>(t);
+        iota.data = std::move(b);
+    }
+    const auto x0 = identity(stop_gradient(init));
+    const auto start = concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(x0));
+    auto cond_fn = fns.cond;
+    auto body_fn = fns.body;
+    const auto hs = scan(
+        [cond_fn, body_fn, x0](const auto& s, const auto& t) {
+            const auto x = reshape_like(slice<1>(s, sizes<-1>), x0);
+            const auto alive = sum(slice<0>(s, sizes<1>)) > literal<T, 1, 2, D>{};
+            return cond(
+                logical_and(alive, call_loop_fn(cond_fn, t, x)),
+                [&] { return concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(call_loop_fn(body_fn, t, x))); },
+                [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
+        },
+        iota, start);
+    const auto len = cast<i32>(make_node<op::reduced_count<0>>(hs));
+    const literal<i32, 0, 1, D> i0;
+    const literal<i32, 1, 1, D> i1;
+    const auto y = cond(
+        len > i0, [&] { return reshape_like(slice<1>(gather(hs, len - i1), sizes<-1>), x0); }, [&] { return x0; });
+    return std::make_pair(y, x0);
+}
+// build_while_equivalent(n), built once per loop (kept in the loop's
+// while_fn box), so the adjoints of all its children read one graph.
+template <class N>
+const auto& while_equivalent(const N& n) {
+    using E = decltype(build_while_equivalent(n));
+    const auto& box = *n.template child<5>().data;
+    std::lock_guard<std::mutex> lock(box.m);
+    if (!box.forward) box.forward = std::make_shared<E>(build_while_equivalent(n));
+    return *static_cast<const E*>(box.forward.get());
+}
+}  // namespace detail
+
+/// while_loop: reverse-mode through the iterations, as tf::scan's gradient of
+/// the same loop written as a scan over maximum_iterations steps that stop
+/// taking the body once the condition fails (detail::build_while_equivalent).
+/// The gradient's work and the stacked carries it keeps grow with
+/// maximum_iterations, not with the trip count: give a tight bound.
+template <>
+struct gradient<op::loop<false>> {
+    template <std::size_t I, class N, class G>
+    static auto vjp(const N& n, const G& g) {
+        constexpr bool kept = N::children_list::size > 5;
+        if constexpr (detail::body_holds_while_v<N>) {
+            static_assert(!detail::body_holds_while_v<N>,
+                          "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no "
+                          "gradient yet; write the inner loop as a tf::scan");
+            return ad::zero{};
+        } else if constexpr ((I >= 1 && I <= 5) || !kept || !std::is_floating_point_v<value_type_t<N>>) {
+            return ad::zero{};
+        } else {
+            const auto& e = detail::while_equivalent(n);
+            if constexpr (I == 0) return detail::seeded_grad(e.first, g, e.second);
+            else return detail::seeded_grad(e.first, g, n.template child<I>());
         }
     }
 };

@@ -123,6 +123,7 @@ struct node_desc {
     const void* (*identity)(const void*) = nullptr;
     void (*children_of)(const void*, const void**) = nullptr;  // addresses of the children objects
     const void* (*data)(const void*) = nullptr;               // leaves (not placeholders): current elements
+    dims (*leaf_dims)(const void*) = nullptr;  // leaves whose extents their object gives at run time
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
     bool (*forwards)(const dims* const*) = nullptr;  // kernel nodes: true when the result is child 0 as is (aliased)
     void (*eval)(const kernel_ctx&, void*) = nullptr;  // kernel nodes
@@ -374,6 +375,10 @@ inline void node_children(const void* obj, const void** out) noexcept {
 template <class T>
 const void* leaf_identity(const void* obj) {
     return static_cast<const T*>(obj)->identity();
+}
+template <class T>
+dims leaf_runtime_dims(const void* obj) {
+    return static_cast<const T*>(obj)->runtime_dims();
 }
 template <class T>
 const void* leaf_data(const void* obj) {
@@ -633,6 +638,10 @@ struct leaf_desc {
         .data = [] {
             if constexpr (placeholder || erased) return nullptr;
             else return &leaf_data<T>;
+        }(),
+        .leaf_dims = [] {
+            if constexpr (requires(const T& t) { t.runtime_dims(); }) return &leaf_runtime_dims<T>;
+            else return static_cast<dims (*)(const void*)>(nullptr);
         }(),
         .expand = [] {
             if constexpr (erased) return &T::expand_graph;

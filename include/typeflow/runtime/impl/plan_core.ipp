@@ -653,7 +653,9 @@ TYPEFLOW_DECL void plan_core::rebind() {
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             for (std::size_t j = 0; j < nd.children; ++j) in[j] = &d[child_ref(insts_[k], j)];
             switch (nd.rule) {
-            case extent_rule::leaf: d[k] = nd.placeholder ? fed_[i] : nd.static_dims; break;
+            case extent_rule::leaf:
+                d[k] = nd.placeholder ? fed_[i] : nd.leaf_dims ? nd.leaf_dims(insts_[k].obj) : nd.static_dims;
+                break;
             case extent_rule::function:
                 d[k] = nd.infer(in.data());
                 for (std::size_t o = 1; o < nd.outputs; ++o)
