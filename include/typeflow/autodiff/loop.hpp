@@ -166,6 +166,7 @@ struct scan_fn : detail::leaf_base {
 template <class CondFn, class BodyFn, device_c D>
 struct while_fn : detail::leaf_base {
     struct box {
+        box(CondFn c, BodyFn b, std::int64_t n) : cond(std::move(c)), body(std::move(b)), maximum_iterations(n) {}
         bool flag = true;
         CondFn cond;
         BodyFn body;
@@ -298,7 +299,7 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
                 typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(pc)>>>::type>::type;
             using K = while_fn<CondFn, BodyFn, D>;
             K keep;
-            keep.data = std::shared_ptr<const typename K::box>(new typename K::box{true, cond_fn, body_fn, maximum_iterations});
+            keep.data = std::shared_ptr<const typename K::box>(new typename K::box(cond_fn, body_fn, maximum_iterations));
             return detail::make_while(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations}, keep, pb, pc, L{});
         }
     }
@@ -502,6 +503,15 @@ struct holds_while<meta::list<Ts...>> : std::bool_constant<(is_while_node_v<Ts> 
 // True when loop node N's body (child 2) holds a while_loop.
 template <class N>
 inline constexpr bool body_holds_while_v = holds_while<graph::topo_t<meta::list_at_t<2, typename N::children_list>>>::value;
+// Whether loop node N can be differentiated; a compile error when not (its
+// body holds a while_loop), after which the rule stops.
+template <class N>
+constexpr bool differentiable_loop() {
+    static_assert(!body_holds_while_v<N>,
+                  "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no "
+                  "gradient yet; write the inner loop as a tf::scan");
+    return !body_holds_while_v<N>;
+}
 }  // namespace detail
 
 template <>
@@ -509,11 +519,8 @@ struct gradient<op::loop<true>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         constexpr bool kept = N::children_list::size > 5;
-        if constexpr (detail::body_holds_while_v<N>) {
-            static_assert(!detail::body_holds_while_v<N>,
-                          "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no "
-                          "gradient yet; write the inner loop as a tf::scan");
-            return ad::zero{};
+        if constexpr (!detail::differentiable_loop<N>()) {
+            return ad::zero{};  // reported
         } else if constexpr (I == 1 || I == 2 || I == 3 || I == 5 || !kept || !std::is_floating_point_v<value_type_t<N>>) {
             return ad::zero{};
         } else if constexpr (I == 4 && !std::is_floating_point_v<value_type_t<meta::list_at_t<4, typename N::children_list>>>) {
@@ -593,11 +600,8 @@ struct gradient<op::loop<false>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         constexpr bool kept = N::children_list::size > 5;
-        if constexpr (detail::body_holds_while_v<N>) {
-            static_assert(!detail::body_holds_while_v<N>,
-                          "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no "
-                          "gradient yet; write the inner loop as a tf::scan");
-            return ad::zero{};
+        if constexpr (!detail::differentiable_loop<N>()) {
+            return ad::zero{};  // reported
         } else if constexpr ((I >= 1 && I <= 5) || !kept || !std::is_floating_point_v<value_type_t<N>>) {
             return ad::zero{};
         } else {

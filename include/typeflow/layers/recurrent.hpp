@@ -97,6 +97,44 @@ auto run_steps(F step, const Z& z, const S& s0, const M* mask) {
     if constexpr (std::is_same_v<M, void>) return scan(step, z, s0, independent_rows);
     else return scan(masked_step<W>(step), with_mask(z, *mask), s0, independent_rows);
 }
+/// What the recurrent layers' bound types share: calls with and without a
+/// mask, and with_state (Keras' return_state=True). Derived gives steps(x,
+/// mask) (every step's state, [time, batch, ...]); h_of and output_and_state
+/// read the output and the final states from it (Derived may hide them: LSTM's
+/// state holds c and the gates too).
+template <class Derived, bool ReturnSequences>
+struct recurrent_calls {
+    template <class X, mode_c M>
+    auto operator()(const X& x, M) const {
+        return rnn_output<ReturnSequences>(Derived::h_of(self().template steps<void>(x, nullptr)));
+    }
+    /// With mask [batch, time] (bool): a masked step leaves the state as it was.
+    template <class X, class K, mode_c M>
+    auto operator()(const X& x, const K& mask, M) const {
+        return rnn_output<ReturnSequences>(Derived::h_of(self().steps(x, &mask)));
+    }
+    /// The output and the final state: std::tuple(output, h) (LSTM: (output, h, c)).
+    template <class X, mode_c M>
+    auto with_state(const X& x, M) const {
+        return Derived::output_and_state(self().template steps<void>(x, nullptr));
+    }
+    /// The same with a mask: the states after the last step that counts.
+    template <class X, class K, mode_c M>
+    auto with_state(const X& x, const K& mask, M) const {
+        return Derived::output_and_state(self().steps(x, &mask));
+    }
+    template <class S>
+    static auto h_of(const S& s) {
+        return s;
+    }
+    template <class S>
+    static auto output_and_state(const S& hs) {
+        return std::make_tuple(rnn_output<ReturnSequences>(hs), last_step(hs));
+    }
+
+private:
+    const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
 /// The LSTM bias: zeros, and ones for the forget gate (Keras' unit_forget_bias).
 struct unit_forget_bias {
     index_t units = 0;
@@ -119,7 +157,7 @@ struct simple_rnn {
     static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
-    struct bind {
+    struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {
         static constexpr index_t in = In.d[2];
         static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
         static constexpr index_t params = in * Units + Units * Units + Units, trainable_params = params;
@@ -128,27 +166,6 @@ struct simple_rnn {
             init::orthogonal{}};
         variable<detail::var_name<Name, "bias">(), T, shape<Units>, D> bias{init::zeros{}};
 
-        template <class X, mode_c M>
-        auto operator()(const X& x, M) const {
-            return detail::rnn_output<ReturnSequences>(steps<void>(x, nullptr));
-        }
-        /// With mask [batch, time] (bool): a masked step leaves the state as it was.
-        template <class X, class K, mode_c M>
-        auto operator()(const X& x, const K& mask, M) const {
-            return detail::rnn_output<ReturnSequences>(steps(x, &mask));
-        }
-        /// The output and the final state h (Keras' return_state=True): std::tuple(output, h).
-        template <class X, mode_c M>
-        auto with_state(const X& x, M) const {
-            const auto hs = steps<void>(x, nullptr);
-            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
-        }
-        /// The same with a mask: h is the state after the last step that counts.
-        template <class X, class K, mode_c M>
-        auto with_state(const X& x, const K& mask, M) const {
-            const auto hs = steps(x, &mask);
-            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
-        }
         // every step's state [time, batch, units]
         template <class K, class X>
         auto steps(const X& x, const K* mask) const {
@@ -180,7 +197,7 @@ struct lstm {
     static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
-    struct bind {
+    struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {
         static constexpr index_t in = In.d[2];
         static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
         static constexpr index_t params = 4 * (in * Units + Units * Units + Units), trainable_params = params;
@@ -189,26 +206,6 @@ struct lstm {
             init::orthogonal{}};
         variable<detail::var_name<Name, "bias">(), T, shape<4 * Units>, D> bias{detail::unit_forget_bias{Units}};
 
-        template <class X, mode_c M>
-        auto operator()(const X& x, M) const {
-            return detail::rnn_output<ReturnSequences>(h_of(steps<void>(x, nullptr)));
-        }
-        /// With mask [batch, time] (bool): a masked step leaves h and c as they were.
-        template <class X, class K, mode_c M>
-        auto operator()(const X& x, const K& mask, M) const {
-            return detail::rnn_output<ReturnSequences>(h_of(steps(x, &mask)));
-        }
-        /// The output and the final states h and c (Keras' return_state=True):
-        /// std::tuple(output, h, c).
-        template <class X, mode_c M>
-        auto with_state(const X& x, M) const {
-            return output_and_state(steps<void>(x, nullptr));
-        }
-        /// The same with a mask: h and c are the states after the last step that counts.
-        template <class X, class K, mode_c M>
-        auto with_state(const X& x, const K& mask, M) const {
-            return output_and_state(steps(x, &mask));
-        }
         template <class S>
         static auto h_of(const S& s) {
             return slice<0, 0, 0>(s, sizes<-1, -1, Units>);  // [time, batch, units]
@@ -247,7 +244,7 @@ struct gru {
     static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
-    struct bind {
+    struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {
         static constexpr index_t in = In.d[2];
         static constexpr dims output = ReturnSequences ? dims{In.d[0], In.d[1], Units} : dims{In.d[0], Units};
         static constexpr index_t params = 3 * (in * Units + Units * Units + 2 * Units), trainable_params = params;
@@ -256,27 +253,6 @@ struct gru {
             init::orthogonal{}};
         variable<detail::var_name<Name, "bias">(), T, shape<2, 3 * Units>, D> bias{init::zeros{}};
 
-        template <class X, mode_c M>
-        auto operator()(const X& x, M) const {
-            return detail::rnn_output<ReturnSequences>(steps<void>(x, nullptr));
-        }
-        /// With mask [batch, time] (bool): a masked step leaves the state as it was.
-        template <class X, class K, mode_c M>
-        auto operator()(const X& x, const K& mask, M) const {
-            return detail::rnn_output<ReturnSequences>(steps(x, &mask));
-        }
-        /// The output and the final state h (Keras' return_state=True): std::tuple(output, h).
-        template <class X, mode_c M>
-        auto with_state(const X& x, M) const {
-            const auto hs = steps<void>(x, nullptr);
-            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
-        }
-        /// The same with a mask: h is the state after the last step that counts.
-        template <class X, class K, mode_c M>
-        auto with_state(const X& x, const K& mask, M) const {
-            const auto hs = steps(x, &mask);
-            return std::make_tuple(detail::rnn_output<ReturnSequences>(hs), detail::last_step(hs));
-        }
         // every step's state [time, batch, units]
         template <class K, class X>
         auto steps(const X& x, const K* mask) const {

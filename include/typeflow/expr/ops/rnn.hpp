@@ -46,8 +46,8 @@ constexpr bool lstm_mask_fits(const dims& z, const dims& m) {
     return m.rank == 2 && (m.d[0] == z.d[0] || m.d[0] == dyn || z.d[0] == dyn) &&
            (m.d[1] == z.d[1] || m.d[1] == dyn || z.d[1] == dyn);
 }
-// The rule's result: [T, B, K * units], or the diagnostic.
-template <class Op, index_t K, class T, class Z, class U, class M>
+// The rule's result: [T, B, 6 * units], or the diagnostic.
+template <class Op, class T, class Z, class U, class M>
 constexpr auto lstm_rule() {
     constexpr dims z = shape_t<Z>::value, u = shape_t<U>::value;
     constexpr bool mask_ok = std::is_void_v<M> || lstm_mask_fits(z, shape_t<std::conditional_t<std::is_void_v<M>, Z, M>>::value);
@@ -60,7 +60,7 @@ constexpr auto lstm_rule() {
     if constexpr (!std::is_void_v<failure>) {
         return rule_failed<failure>{};
     } else {
-        constexpr dims out = K == 0 ? dims{u.d[0], u.d[1]} : dims{z.d[0], z.d[1], K * u.d[0]};
+        constexpr dims out = dims{z.d[0], z.d[1], 6 * u.d[0]};
         return result_traits<T, shape_from_dims<out>, device_t<Z>>{};
     }
 }
@@ -84,7 +84,7 @@ struct lstm_sequence {
     template <class Z, class U, class... M>
     static constexpr auto rule() {
         static_assert(sizeof...(M) == (Masked ? 1 : 0));
-        return detail::lstm_rule<lstm_sequence, 6, value_type_t<Z>, Z, U, meta::at_t<0, M..., void>>();
+        return detail::lstm_rule<lstm_sequence, value_type_t<Z>, Z, U, meta::at_t<0, M..., void>>();
     }
     template <class... C>
     using traits = decltype(rule<C...>());
