@@ -78,6 +78,9 @@
 #include <typeflow/backend/eigen/ops/rnn.hpp>
 #include <typeflow/backend/eigen/ops/transpose.hpp>
 #include <typeflow/backend/reference/reference.hpp>
+#if defined(__CUDACC__) && !defined(TYPEFLOW_NO_CUDA)
+#include <typeflow/backend/cuda/cuda.hpp>
+#endif
 
 #include <typeflow/runtime/expr.hpp>
 #include <typeflow/runtime/feed.hpp>

@@ -380,10 +380,12 @@ private:
 };
 
 // True when a node of L is a tf::expr (its graph is known only at run time).
+template <class T>
+concept erased_node = requires { T::expand_graph; };
 template <class L>
 struct has_erased;
 template <class... Ts>
-struct has_erased<meta::list<Ts...>> : std::bool_constant<(requires { Ts::expand_graph; } || ...)> {};
+struct has_erased<meta::list<Ts...>> : std::bool_constant<(erased_node<Ts> || ...)> {};
 template <class Y>
 constexpr bool floating_cost() {
     constexpr bool ok = std::is_floating_point_v<value_type_t<Y>>;

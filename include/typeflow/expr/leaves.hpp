@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include <typeflow/core/device_mirror.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/fixed_string.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -16,6 +17,8 @@
 namespace typeflow {
 
 namespace detail {
+struct variable_leaf {};
+struct placeholder_leaf {};
 struct leaf_base : expression_base {
     using children_list = meta::list<>;
     static constexpr op_kind kind = op_kind::leaf;
@@ -29,6 +32,7 @@ struct leaf_base : expression_base {
 /// Identified by its type; it holds no data.
 template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu>
 struct placeholder : detail::leaf_base {
+    using leaf_kind = detail::placeholder_leaf;
     using value_type = T;
     using shape_type = S;
     using device = D;
@@ -42,6 +46,7 @@ template <class T>
 struct variable_state {
     tensor<T> value;
     std::string name;
+    mutable device_mirror mirror;  // its copy on a GPU, for a variable placed there
 };
 // A variable's storage, zeroed (one function per dtype, not per variable).
 template <class T>
@@ -59,6 +64,10 @@ TYPEFLOW_NOINLINE std::shared_ptr<variable_state<T>> new_variable_state(const di
 /// unless Trainable is false (see non_trainable_variable).
 template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu, bool Trainable = true>
 class variable : public detail::leaf_base {
+public:
+    using leaf_kind = detail::variable_leaf;
+
+private:
     static constexpr bool check_shape() {
         if constexpr (!S::is_static) {
             diagnostic::variable_shape_must_be_static<variable, S> error;
@@ -88,15 +97,26 @@ public:
     /// True when optimizers update this variable (floating point and Trainable).
     static constexpr bool trainable() noexcept { return Trainable && std::is_floating_point_v<T>; }
 
-    /// The current value (shares storage with the variable).
-    tensor<T>& value() noexcept { return st_->value; }
-    const tensor<T>& value() const noexcept { return st_->value; }
+    /// The current value (shares storage with the variable). For a variable
+    /// on a GPU, reading it brings the host copy up to date first, and the
+    /// non-const form lets the host write it (the next run uploads it).
+    tensor<T>& value() {
+        st_->mirror.pull(st_->value.data());
+        st_->mirror.device_stale = true;
+        return st_->value;
+    }
+    const tensor<T>& value() const {
+        st_->mirror.pull(st_->value.data());
+        return st_->value;
+    }
     /// Overwrites the value; the extents must equal the variable's shape.
     void load(tensor_view<const T> v) {
         if (!(v.dims == S::value))
             detail::raise(detail::message() << "variable '" << Name.view() << "': cannot load a tensor of shape " << v.dims
                                             << " into shape " << S::value);
         std::copy(v.data, v.data + v.size(), st_->value.data());
+        st_->mirror.host_stale = false;
+        st_->mirror.device_stale = true;
     }
     const void* identity() const noexcept { return st_.get(); }
     detail::variable_state<T>& state() const noexcept { return *st_; }
@@ -177,14 +197,13 @@ constant_tensor<T, S, D> constant(const tensor<T>& t) {
 }
 
 namespace detail {
+// Variables and placeholders are told by a member tag, not by a partial
+// specialisation on their fixed_string name (nvcc 13's front end does not
+// match those).
 template <class T>
-inline constexpr bool is_variable_v = false;
-template <fixed_string N, class T, class S, class D, bool Tr>
-inline constexpr bool is_variable_v<variable<N, T, S, D, Tr>> = true;
+inline constexpr bool is_variable_v = requires { requires std::is_same_v<typename T::leaf_kind, variable_leaf>; };
 template <class T>
-inline constexpr bool is_placeholder_v = false;
-template <fixed_string N, class T, class S, class D>
-inline constexpr bool is_placeholder_v<placeholder<N, T, S, D>> = true;
+inline constexpr bool is_placeholder_v = requires { requires std::is_same_v<typename T::leaf_kind, placeholder_leaf>; };
 template <class T>
 inline constexpr bool is_scalar_v = false;
 template <class T, class D>

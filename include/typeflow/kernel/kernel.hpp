@@ -38,6 +38,12 @@ struct memory_space {
     void* (*allocate)(std::size_t bytes);         // a block of at least `bytes`, aligned for any dtype
     void (*free)(void* p, std::size_t bytes) noexcept;
     void (*zero)(void* p, std::size_t bytes);     // fills a block with zero bytes
+    // A device with memory of its own (host == false) also gives:
+    bool host = true;                                                       // the host reads and writes it directly
+    void (*upload)(void* dst, const void* host_src, std::size_t bytes) = nullptr;    // host to this space
+    void (*download)(void* host_dst, const void* src, std::size_t bytes) = nullptr;  // to host, complete on return
+    void (*copy)(void* dst, const void* src, std::size_t bytes) = nullptr;           // within this space
+    void (*finish)() = nullptr;  // waits until the work queued on this space is done
 };
 
 namespace detail {
@@ -54,7 +60,8 @@ struct device_memory;
 template <class Device>
     requires host_memory_v<Device>
 struct device_memory<Device> {
-    static constexpr memory_space value{"host", &detail::allocate_host, &detail::free_host, &detail::zero_host};
+    static constexpr memory_space value{"host", &detail::allocate_host, &detail::free_host, &detail::zero_host,
+                                        true,   nullptr,          nullptr,           nullptr,         nullptr};
 };
 
 /// The kernel of op Op on device Device (specialised by backends).

@@ -1,6 +1,6 @@
 // typeflow/kernel/transfer.hpp — the transfer kernel between devices whose
 // tensors live in host memory (cpu, reference): a copy. A device with memory
-// of its own (a GPU) provides its own kernel<D, op::to<D>>.
+// of its own (a GPU) provides the kernels of transfers to and from it.
 #pragma once
 #include <cstring>
 
@@ -10,9 +10,9 @@
 
 namespace typeflow {
 
-template <device_c To>
-    requires host_memory_v<To>
-struct kernel<To, op::to<To>> {
+template <device_c To, class From>
+    requires host_memory_v<To> && host_memory_v<From>
+struct kernel<To, op::to<To, From>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const auto& a = n.template child<0>();

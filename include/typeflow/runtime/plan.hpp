@@ -132,7 +132,9 @@ struct node_desc {
     const std::size_t* output_sizes = nullptr;  // outputs > 1: bytes per element of each
     dims (*infer_output)(std::size_t k, const dims* const*) = nullptr;  // outputs > 1: extents of output k >= 1
     std::size_t output_index = 0;           // rule == output: which output of child 0
-    const memory_space* memory = nullptr;  // computed nodes: the memory space of the node's device
+    const memory_space* memory = nullptr;  // the memory space of the node's device
+    // variables on a device with memory of its own: their copy there (see mirror_use)
+    void* (*mirror)(const void* obj, const memory_space* m, int use) = nullptr;
     void* (*make_state)() = nullptr;        // kernel nodes with state kept across runs
     void (*free_state)(void*) = nullptr;
     // a tf::expr: the graph it hides and the object of that graph's root
@@ -251,6 +253,12 @@ private:
 
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
+    // a leaf on a device with memory of its own: its elements there (placeholders and constants in
+    // the plan's copies, variables in their own)
+    const void* device_leaf(std::uint32_t k, const void* host);
+    // an assign that computes into its variable's next buffer (swap_): that buffer
+    void* next_buffer(std::uint32_t k);
+    bool on_device(std::size_t i) const { return desc_[i]->memory && !desc_[i]->memory->host; }
 
     // ---- conds: branch contexts ----
     // Each instance runs in a context: 0 (always) or a side of a cond, keyed
@@ -351,6 +359,17 @@ private:
         }
     };
     array<arena_block> arenas_;  // one per memory space the plan's computed nodes use
+    struct leaf_copy {  // a placeholder's or constant's elements on its device
+        void* p = nullptr;
+        std::size_t cap = 0;
+        std::size_t sent = ~std::size_t{0};  // bytes of the last upload of a small constant (kept in `last`)
+        unsigned char last[64]{};
+    };
+    array<leaf_copy> leaf_copies_;  // per instance (leaves on devices with memory of their own)
+    // per instance: an assign on a device that computes into its variable's next buffer, committed
+    // by a swap (the only assign of that variable in the plan, written at the end of the run)
+    array<std::uint8_t> swap_;
+    bool device_ = false;           // some node lives in device memory
     std::size_t arena_bytes_ = 0;
     // scratch for one run (sized at construction: runs do not allocate)
     array<const void*> in_ptr_;
@@ -376,6 +395,50 @@ template <class T>
 const void* leaf_identity(const void* obj) {
     return static_cast<const T*>(obj)->identity();
 }
+/// What the runtime does with a variable's device copy: reads it, writes it
+/// (the host's value becomes stale), asks for the buffer an assign computes
+/// the next value into, or commits that next value (a swap).
+enum mirror_use : int { mirror_read = 0, mirror_write = 1, mirror_next = 2, mirror_commit = 3 };
+// A variable's copy in the memory space m: allocated and uploaded when the
+// host's value is newer.
+inline void* mirror_in(typeflow::detail::device_mirror& mr, void* host, std::size_t bytes, const memory_space* m, int use) {
+    if (use == mirror_next) {
+        if (!mr.next) mr.next = m->allocate(bytes ? bytes : 1);
+        return mr.next;
+    }
+    if (use == mirror_commit) {
+        void* t = mr.dev;
+        mr.dev = mr.next;
+        mr.next = t;
+        mr.host_stale = true;
+        mr.device_stale = false;
+        return mr.dev;
+    }
+    if (!mr.dev) {
+        mr.dev = m->allocate(bytes ? bytes : 1);
+        mr.bytes = bytes ? bytes : 1;
+        mr.free_fn = m->free;
+        mr.download_fn = m->download;
+        mr.device_stale = true;
+    }
+    if (mr.device_stale) {
+        if (bytes) m->upload(mr.dev, host, bytes);
+        mr.device_stale = false;
+        mr.host_stale = false;
+    }
+    if (use == mirror_write) mr.host_stale = true;
+    return mr.dev;
+}
+template <class T>
+void* variable_mirror(const void* obj, const memory_space* m, int use) {
+    auto& st = static_cast<const T*>(obj)->state();
+    return mirror_in(st.mirror, st.value.data(), static_cast<std::size_t>(st.value.size()) * sizeof(value_type_t<T>), m, use);
+}
+template <class Device>
+inline constexpr const memory_space* memory_of = [] {
+    if constexpr (requires { device_memory<Device>::value; }) return &device_memory<Device>::value;
+    else return static_cast<const memory_space*>(nullptr);
+}();
 template <class T>
 dims leaf_runtime_dims(const void* obj) {
     return static_cast<const T*>(obj)->runtime_dims();
@@ -525,10 +588,7 @@ struct op_facts {
         if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
         else return std::size_t{0};
     }();
-    static constexpr const memory_space* memory = [] {
-        if constexpr (requires { device_memory<Device>::value; }) return &device_memory<Device>::value;
-        else return static_cast<const memory_space*>(nullptr);
-    }();
+    static constexpr const memory_space* memory = memory_of<Device>;
 };
 template <class Device, class Op>
 struct op_facts<Device, Op, true> : op_facts<Device, Op, false> {
@@ -642,6 +702,11 @@ struct leaf_desc {
         .leaf_dims = [] {
             if constexpr (requires(const T& t) { t.runtime_dims(); }) return &leaf_runtime_dims<T>;
             else return static_cast<dims (*)(const void*)>(nullptr);
+        }(),
+        .memory = erased ? nullptr : memory_of<device_t<T>>,
+        .mirror = [] {
+            if constexpr (typeflow::detail::is_variable_v<T>) return &variable_mirror<T>;
+            else return static_cast<void* (*)(const void*, const memory_space*, int)>(nullptr);
         }(),
         .expand = [] {
             if constexpr (erased) return &T::expand_graph;

@@ -7,9 +7,10 @@
 
 namespace typeflow {
 namespace op {
-/// node<to<To>, A>: A's value copied to device To. Always materialised (a
-/// transfer is a kernel of the destination device, never fused away).
-template <device_c To>
+/// node<to<To, From>, A>: A's value (on device From) copied to device To.
+/// Always materialised (a transfer is a kernel of the destination device,
+/// never fused away).
+template <device_c To, class From = void>
 struct to {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "to";
@@ -22,12 +23,12 @@ struct to {
 /// The value of e, placed on device To.
 template <device_c To, operand A>
 decltype(auto) to(const A& a) {
-    return make_node<op::to<To>>(a);
+    return make_node<op::to<To, device_t<std::remove_cvref_t<A>>>>(a);
 }
 
 /// to<D>: the gradient moves back to the input's device.
-template <device_c To>
-struct gradient<op::to<To>> {
+template <device_c To, class Src>
+struct gradient<op::to<To, Src>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         using From = device_t<std::remove_cvref_t<decltype(n.template child<0>())>>;

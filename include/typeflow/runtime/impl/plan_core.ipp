@@ -24,6 +24,8 @@ TYPEFLOW_DECL plan_core::~plan_core() {
         if (states_[k]) desc_[insts_[k].node]->free_state(states_[k]);
     if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
     for (arena_block& a : arenas_) a.release();
+    for (std::size_t k = 0; k < leaf_copies_.size(); ++k)
+        if (leaf_copies_[k].p) desc_[insts_[k].node]->memory->free(leaf_copies_[k].p, leaf_copies_[k].cap);
 }
 
 TYPEFLOW_DECL void plan_core::add_fetch(std::size_t node, const void* obj, void* result, const result_fns* fns) {
@@ -212,6 +214,32 @@ TYPEFLOW_DECL void plan_core::finish() {
     extra_dims_.resize(extras);
     extra_off_.resize(extras);
     out_ptr_.resize(max_outputs);
+    // nodes in device memory: the plan keeps copies of their placeholders and constants there;
+    // control flow reads its predicates and counters on the host, so it stays on host devices
+    for (const instance& in : insts_) {
+        if (!on_device(in.node)) continue;
+        device_ = true;
+        const node_desc& d = *desc_[in.node];
+        if (d.conditional || d.loop)
+            typeflow::detail::raise(typeflow::detail::message()
+                                    << d.name << ": control flow (cond, while_loop, scan) runs on host devices only; "
+                                    << "place it on tf::cpu and move its operands with tf::to<tf::cpu>");
+    }
+    if (device_) {
+        leaf_copies_.assign(insts_.size(), leaf_copy{});
+        swap_.assign(insts_.size(), 0);
+        for (std::uint32_t k = 0; k < insts_.size(); ++k) {
+            const std::size_t i = insts_[k].node;
+            if (!flags_[i].assign || flags_[i].immediate_write || flags_[i].locked || !on_device(i) || desc_[i]->outputs != 1 ||
+                desc_[i]->kind != op_kind::elementwise)
+                continue;
+            const std::uint32_t vk = child_ref(insts_[k], 0);
+            std::size_t writers = 0;  // assigns of the same variable (any instance of its storage)
+            for (std::uint32_t q = 0; q < insts_.size(); ++q)
+                if (flags_[insts_[q].node].assign && insts_[child_ref(insts_[q], 0)].id == insts_[vk].id) ++writers;
+            swap_[k] = writers == 1 && desc_[insts_[vk].node]->mirror != nullptr;
+        }
+    }
     // kernel state kept across runs, per instance
     states_.assign(insts_.size(), nullptr);
     for (std::size_t k = 0; k < insts_.size(); ++k)
@@ -269,13 +297,16 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         const node_desc& d = *desc_[i];
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
             instance& in = insts_[k];
-            if (d.placeholder) in.ptr = feed_ptr_[i];
+            if (d.placeholder) in.ptr = device_ && on_device(i) ? device_leaf(k, feed_ptr_[i]) : feed_ptr_[i];
+            else if (d.kind == op_kind::leaf && device_ && on_device(i))
+                in.ptr = device_leaf(k, d.mirror ? nullptr : d.data(in.obj));
             else if (d.kind == op_kind::leaf) in.ptr = d.data(in.obj);
             else if (d.kind == op_kind::view && d.rule == extent_rule::output && d.output_index > 0) {
                 const instance& src = insts_[child_ref(in, 0)];
                 in.ptr = static_cast<const std::byte*>(src.ptr) + extra_off_[src.first_extra + d.output_index - 1];
             } else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
             else if (d.forwards && forwarded_[k]) in.ptr = insts_[child_ref(in, 0)].ptr;
+            else if (device_ && swap_[k]) in.ptr = in.buf = next_buffer(k);
             else in.ptr = in.buf;
         }
     }
@@ -296,10 +327,14 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
         if (hook && ready_after_[i]) report_ready(*hook, i);
     }
-    // 6. fetched leaves and views are copied out
+    // 6. fetched leaves and views are copied out, and every fetch of a node in device memory
     for (const fetch& f : fetches_) {
         const node_desc& d = *desc_[f.node];
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data())) continue;
+        if (device_ && on_device(f.node)) {
+            if (bytes_of(f.inst)) d.memory->download(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
+            continue;
+        }
         if (d.kind != op_kind::leaf && d.kind != op_kind::view) continue;
         std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
@@ -320,6 +355,10 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
                 if (!has_conds_ || ctx_[k] == 0 || ran_[k]) write(i, insts_[k]);
     stats.arena_bytes = arena_bytes_;
+    // the device work of this run is done before it returns (its errors are this run's)
+    if (device_)
+        for (const arena_block& b : arenas_)
+            if (!b.mem->host && b.mem->finish) b.mem->finish();
     // 8. a node fetched twice: every such result shares the first one's tensor
     for (fetch& f : fetches_)
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data()))
@@ -331,7 +370,7 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
     instance& in = insts_[k];
     if (has_conds_) ran_[k] = 1;
     if (d.forwards && forwarded_[k]) {  // its result is its child 0's elements: copied only when fetched
-        if (in.buf && bytes_of(k)) std::memcpy(in.buf, in.ptr, bytes_of(k));
+        if (in.buf && bytes_of(k) && !(device_ && on_device(i))) std::memcpy(in.buf, in.ptr, bytes_of(k));
         return;
     }
     if (d.kind == op_kind::elementwise) {
@@ -718,7 +757,9 @@ TYPEFLOW_DECL void plan_core::rebind() {
     for (std::size_t i = 0; i < n_; ++i) {
         if (!computed(i)) continue;
         for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next) {
-            if (fw[k] || is_fetched_instance(i, insts_[k].id)) continue;  // forwarded: child 0's memory
+            // forwarded: child 0's memory; fetched: the result's (in device memory: the arena's, copied out)
+            if (fw[k] || (is_fetched_instance(i, insts_[k].id) && !on_device(i))) continue;
+            if (!swap_.empty() && swap_[k]) continue;  // its variable's next buffer
             std::size_t bytes = static_cast<std::size_t>(d[k].numel()) * desc_[i]->elem_size;
             for (std::size_t o = 1; o < desc_[i]->outputs; ++o) {  // outputs 1.. after output 0, aligned
                 const std::uint32_t x = insts_[k].first_extra + static_cast<std::uint32_t>(o) - 1;
@@ -863,7 +904,7 @@ TYPEFLOW_DECL_HOT void plan_core::prepare_results() {
         } catch (const std::bad_alloc&) {
             result_failed(f);
         }
-        if (computed(f.node))
+        if (computed(f.node) && !on_device(f.node))
             for (std::uint32_t i = first_inst_[f.node]; i != none; i = insts_[i].next)
                 if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
     }
@@ -891,9 +932,67 @@ TYPEFLOW_DECL_HOT void plan_core::write(std::size_t i, const instance& in) {
     for (std::size_t o = 0; o < desc_[i]->outputs; ++o) {
         const std::size_t v = child_node(i, o);
         const std::uint32_t vk = child_ref(in, o);
-        void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
         const void* src = o == 0 ? in.buf : static_cast<const std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
+        if (const node_desc& vd = *desc_[v]; device_ && on_device(v)) {
+            if (swap_[&in - insts_.data()]) vd.mirror(insts_[vk].obj, vd.memory, runtime::detail::mirror_commit);
+            else if (bytes_of(vk)) vd.memory->copy(vd.mirror(insts_[vk].obj, vd.memory, runtime::detail::mirror_write), src, bytes_of(vk));
+            continue;
+        }
+        void* dst = const_cast<void*>(desc_[v]->data(insts_[vk].obj));
         detail::store_variable(dst, src, bytes_of(vk));
+    }
+}
+
+}  // namespace typeflow::runtime
+
+namespace typeflow::runtime {
+
+TYPEFLOW_DECL const void* plan_core::device_leaf(std::uint32_t k, const void* host) {
+    const node_desc& d = *desc_[insts_[k].node];
+    const memory_space* m = d.memory;
+    const std::size_t bytes = bytes_of(k);
+    try {
+        if (d.mirror) return d.mirror(insts_[k].obj, m, detail::mirror_read);  // a variable: its own copy
+        leaf_copy& c = leaf_copies_[k];
+        if (bytes > c.cap || !c.p) {
+            if (c.p) m->free(c.p, c.cap);
+            c.p = nullptr;
+            c.cap = 0;
+            c.p = m->allocate(bytes ? bytes : 1);
+            c.cap = bytes ? bytes : 1;
+            c.sent = ~std::size_t{0};
+        }
+        if (!bytes) return c.p;
+        if (d.placeholder) {
+            m->upload(c.p, host, bytes);
+        } else if (bytes <= sizeof c.last) {  // a scalar or small constant: sent again only when it changed
+            if (c.sent != bytes || std::memcmp(c.last, host, bytes) != 0) {
+                m->upload(c.p, host, bytes);
+                std::memcpy(c.last, host, bytes);
+                c.sent = bytes;
+            }
+        } else if (c.sent != bytes) {  // a constant tensor: its elements never change
+            m->upload(c.p, host, bytes);
+            c.sent = bytes;
+        }
+        return c.p;
+    } catch (const std::bad_alloc&) {
+        raise_allocation_failed(d.placeholder ? "the device copy of placeholder" : "the device copy of leaf", bytes,
+                                d.name, dims_[k], d.type);
+    }
+}
+
+}  // namespace typeflow::runtime
+
+namespace typeflow::runtime {
+
+TYPEFLOW_DECL void* plan_core::next_buffer(std::uint32_t k) {
+    const std::uint32_t vk = child_ref(insts_[k], 0);
+    const node_desc& vd = *desc_[insts_[vk].node];
+    try {
+        return vd.mirror(insts_[vk].obj, vd.memory, detail::mirror_next);
+    } catch (const std::bad_alloc&) {
+        raise_allocation_failed("the next value of variable", bytes_of(vk), vd.name, dims_[vk], vd.type);
     }
 }
 

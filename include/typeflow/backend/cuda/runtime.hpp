@@ -1,0 +1,237 @@
+// typeflow/backend/cuda/runtime.hpp — what every CUDA kernel of typeflow
+// shares: status checks that raise tf::error, one stream and one cuBLAS
+// handle per GPU, the memory space of gpu<N>, and the error word kernels
+// report bad input through. Compiled only by nvcc.
+#pragma once
+#if !defined(__CUDACC__)
+#error "typeflow/backend/cuda needs nvcc (the CPU library compiles without it)"
+#endif
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include <typeflow/core/device.hpp>
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/message.hpp>
+#include <typeflow/kernel/kernel.hpp>
+
+namespace typeflow::cuda {
+
+/// Raises a tf::error naming what failed (`what`: the node or the runtime
+/// step) and the CUDA call, when `st` is not cudaSuccess.
+inline void check(cudaError_t st, std::string_view what, const char* call) {
+    if (st == cudaSuccess) return;
+    (void)cudaGetLastError();  // a non-sticky error must not fail the next call
+    typeflow::detail::raise(typeflow::detail::message() << what << ": " << call << " failed: " << cudaGetErrorName(st)
+                                                        << " (" << cudaGetErrorString(st) << ")");
+}
+/// The same for a cuBLAS status.
+inline void check(cublasStatus_t st, std::string_view what, const char* call) {
+    if (st == CUBLAS_STATUS_SUCCESS) return;
+    typeflow::detail::raise(typeflow::detail::message() << what << ": " << call << " failed: " << cublasGetStatusName(st)
+                                                        << " (" << cublasGetStatusString(st) << ")");
+}
+/// Checks the launch of the kernel that `what` just queued.
+inline void check_launch(std::string_view what) { check(cudaGetLastError(), what, "kernel launch"); }
+
+/// What a kernel reports about bad input (an out-of-range label): the first
+/// report wins; the host reads it when the stream's work is done.
+struct error_word {
+    int code = 0;  // 0: none
+    long long a = 0, b = 0, c = 0;
+};
+enum : int { error_label_out_of_range = 1 };
+
+/// One GPU as typeflow uses it: its stream (every kernel and copy of
+/// typeflow's runs on it, in order), its cuBLAS handle, a buffer of ones for
+/// reductions through GEMV, and the error word.
+struct device_context {
+    int index = 0;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    error_word* err = nullptr;  // mapped pinned host memory: kernels write it, the host reads it
+    void* ones = nullptr;       // `ones_count` floats of 1 (doubles: `ones_d`)
+    std::size_t ones_count = 0;
+    void* ones_d = nullptr;
+    std::size_t ones_d_count = 0;
+
+    /// Makes this GPU current on the calling thread.
+    void activate() const { check(cudaSetDevice(index), "gpu:" + std::to_string(index), "cudaSetDevice"); }
+};
+
+namespace detail {
+inline void init_context(device_context& c, int n) {
+    const std::string who = "gpu:" + std::to_string(n);
+    int count = 0;
+    const cudaError_t st = cudaGetDeviceCount(&count);
+    if (st != cudaSuccess || n >= count) {
+        (void)cudaGetLastError();
+        typeflow::detail::raise(typeflow::detail::message()
+                                << who << ": no such CUDA device in this process ("
+                                << (st != cudaSuccess ? cudaGetErrorString(st) : "found " + std::to_string(count) + " devices")
+                                << "); place the graph on tf::cpu, or run it where a GPU is present");
+    }
+    c.index = n;
+    check(cudaSetDevice(n), who, "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), who, "cudaStreamCreateWithFlags");
+    check(cublasCreate(&c.blas), who, "cublasCreate");
+    check(cublasSetStream(c.blas, c.stream), who, "cublasSetStream");
+    // full fp32 GEMMs (no TF32), as the CPU backend computes them
+    check(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH), who, "cublasSetMathMode");
+    check(cudaHostAlloc(reinterpret_cast<void**>(&c.err), sizeof(error_word), cudaHostAllocMapped), who, "cudaHostAlloc");
+    *c.err = error_word{};
+}
+}  // namespace detail
+
+/// The context of GPU N, made on first use (a tf::error when the process has
+/// no such device). Never destroyed: kernels may still be queued at exit.
+template <int N>
+device_context& context() {
+    static device_context* c = [] {
+        auto* p = new device_context;
+        detail::init_context(*p, N);
+        return p;
+    }();
+    return *c;
+}
+
+/// Raises the error a kernel of this GPU reported, once its work is done.
+inline void raise_reported(device_context& c) {
+    const volatile error_word* w = c.err;
+    const error_word e{w->code, w->a, w->b, w->c};
+    if (e.code == 0) return;
+    *c.err = error_word{};
+    if (e.code == error_label_out_of_range)
+        typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << e.a << " at flat index " << e.b
+                                                            << " is out of range [0, " << e.c << ")");
+    typeflow::detail::raise(typeflow::detail::message() << "gpu:" << c.index << ": a kernel reported error " << e.code);
+}
+
+/// Waits for GPU N's queued work and raises what its kernels reported.
+template <int N>
+void finish() {
+    device_context& c = context<N>();
+    check(cudaStreamSynchronize(c.stream), "gpu:" + std::to_string(N), "cudaStreamSynchronize");
+    raise_reported(c);
+}
+
+/// The device address of the error word (kernels write it).
+inline error_word* device_error_word(const device_context& c) {
+    void* p = nullptr;
+    check(cudaHostGetDevicePointer(&p, c.err, 0), "gpu:" + std::to_string(c.index), "cudaHostGetDevicePointer");
+    return static_cast<error_word*>(p);
+}
+
+namespace detail {
+template <class T>
+__global__ void fill_kernel(T* p, std::size_t n, T v) {
+    for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) p[i] = v;
+}
+}  // namespace detail
+
+/// A grid of `threads`-thread blocks covering n items, capped (grid-stride loops do the rest).
+inline unsigned grid_for(std::size_t n, unsigned threads, unsigned cap = 132 * 32) {
+    const std::size_t b = (n + threads - 1) / threads;
+    return static_cast<unsigned>(b == 0 ? 1 : b < cap ? b : cap);
+}
+
+/// Fills n elements at p with v on c's stream.
+template <class T>
+void fill(device_context& c, T* p, std::size_t n, T v, std::string_view what) {
+    if (n == 0) return;
+    detail::fill_kernel<T><<<grid_for(n, 256), 256, 0, c.stream>>>(p, n, v);
+    check_launch(what);
+}
+
+/// A device buffer of at least n ones (float or double), kept by the context.
+template <class T>
+const T* ones(device_context& c, std::size_t n, std::string_view what) {
+    void*& buf = std::is_same_v<T, double> ? c.ones_d : c.ones;
+    std::size_t& have = std::is_same_v<T, double> ? c.ones_d_count : c.ones_count;
+    if (have < n) {
+        if (buf) {
+            check(cudaStreamSynchronize(c.stream), what, "cudaStreamSynchronize");
+            check(cudaFree(buf), what, "cudaFree");
+            buf = nullptr;
+            have = 0;
+        }
+        const std::size_t want = n < 4096 ? 4096 : n;
+        check(cudaMalloc(&buf, want * sizeof(T)), what, "cudaMalloc");
+        fill(c, static_cast<T*>(buf), want, T(1), what);
+        have = want;
+    }
+    return static_cast<const T*>(buf);
+}
+
+// ---- the memory space of gpu<N> ----
+namespace detail {
+template <int N>
+void* allocate(std::size_t bytes) {
+    device_context& c = context<N>();
+    c.activate();
+    void* p = nullptr;
+    const cudaError_t st = cudaMalloc(&p, bytes);
+    if (st == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        throw std::bad_alloc();  // the runtime names the node and the bytes
+    }
+    check(st, "gpu:" + std::to_string(N), "cudaMalloc");
+    return p;
+}
+template <int N>
+void release(void* p, std::size_t) noexcept {
+    device_context& c = context<N>();
+    (void)cudaStreamSynchronize(c.stream);  // no queued kernel may still use it
+    (void)cudaFree(p);
+}
+template <int N>
+void zero(void* p, std::size_t bytes) {
+    device_context& c = context<N>();
+    check(cudaMemsetAsync(p, 0, bytes, c.stream), "gpu:" + std::to_string(N), "cudaMemsetAsync");
+}
+template <int N>
+void upload(void* dst, const void* src, std::size_t bytes) {
+    device_context& c = context<N>();
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "gpu:" + std::to_string(N),
+          "cudaMemcpyAsync (host to device)");
+}
+template <int N>
+void download(void* dst, const void* src, std::size_t bytes) {
+    device_context& c = context<N>();
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "gpu:" + std::to_string(N),
+          "cudaMemcpyAsync (device to host)");
+    finish<N>();
+}
+template <int N>
+void copy(void* dst, const void* src, std::size_t bytes) {
+    device_context& c = context<N>();
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream), "gpu:" + std::to_string(N),
+          "cudaMemcpyAsync (device to device)");
+}
+}  // namespace detail
+
+}  // namespace typeflow::cuda
+
+namespace typeflow {
+
+/// The memory of GPU N: cudaMalloc'd blocks, every copy on the GPU's stream.
+template <int N>
+struct device_memory<gpu<N>> {
+    static constexpr memory_space value{"cuda",
+                                        &cuda::detail::allocate<N>,
+                                        &cuda::detail::release<N>,
+                                        &cuda::detail::zero<N>,
+                                        false,
+                                        &cuda::detail::upload<N>,
+                                        &cuda::detail::download<N>,
+                                        &cuda::detail::copy<N>,
+                                        &cuda::finish<N>};
+};
+
+}  // namespace typeflow
