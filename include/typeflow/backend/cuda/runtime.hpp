@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -37,8 +38,17 @@ inline void check(cublasStatus_t st, std::string_view what, const char* call) {
     typeflow::detail::raise(typeflow::detail::message() << what << ": " << call << " failed: " << cublasGetStatusName(st)
                                                         << " (" << cublasGetStatusString(st) << ")");
 }
+/// Work items typeflow has queued on its GPUs in this process (kernels,
+/// cuBLAS calls, copies): what a benchmark divides by the steps it ran.
+inline std::atomic<unsigned long long>& launch_count() {
+    static std::atomic<unsigned long long> n{0};
+    return n;
+}
 /// Checks the launch of the kernel that `what` just queued.
-inline void check_launch(std::string_view what) { check(cudaGetLastError(), what, "kernel launch"); }
+inline void check_launch(std::string_view what) {
+    launch_count().fetch_add(1, std::memory_order_relaxed);
+    check(cudaGetLastError(), what, "kernel launch");
+}
 
 /// What a kernel reports about bad input (an out-of-range label): the first
 /// report wins; the host reads it when the stream's work is done.
@@ -193,17 +203,20 @@ void release(void* p, std::size_t) noexcept {
 template <int N>
 void zero(void* p, std::size_t bytes) {
     device_context& c = context<N>();
+    launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemsetAsync(p, 0, bytes, c.stream), "gpu:" + std::to_string(N), "cudaMemsetAsync");
 }
 template <int N>
 void upload(void* dst, const void* src, std::size_t bytes) {
     device_context& c = context<N>();
+    launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "gpu:" + std::to_string(N),
           "cudaMemcpyAsync (host to device)");
 }
 template <int N>
 void download(void* dst, const void* src, std::size_t bytes) {
     device_context& c = context<N>();
+    launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "gpu:" + std::to_string(N),
           "cudaMemcpyAsync (device to host)");
     finish<N>();
@@ -211,6 +224,7 @@ void download(void* dst, const void* src, std::size_t bytes) {
 template <int N>
 void copy(void* dst, const void* src, std::size_t bytes) {
     device_context& c = context<N>();
+    launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream), "gpu:" + std::to_string(N),
           "cudaMemcpyAsync (device to device)");
 }

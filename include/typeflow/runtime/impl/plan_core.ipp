@@ -262,7 +262,11 @@ TYPEFLOW_DECL void plan_core::report_ready(const ready_hook& hook, std::size_t i
     for (std::size_t k = 0; k < fetches_.size(); ++k) {
         const fetch& f = fetches_[k];
         const bool mine = i == n_ ? !computed(f.node) : f.node == i;
-        if (mine) hook.fn(hook.ctx, k, fetches_[f.primary].data);
+        if (!mine) continue;
+        // a node in device memory: its value is copied out now (step 6 copies it again)
+        if (i != n_ && device_ && on_device(f.node) && bytes_of(f.inst))
+            desc_[f.node]->memory->download(fetches_[f.primary].data, insts_[f.inst].ptr, bytes_of(f.inst));
+        hook.fn(hook.ctx, k, fetches_[f.primary].data);
     }
 }
 

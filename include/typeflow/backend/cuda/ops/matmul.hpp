@@ -20,6 +20,7 @@ void gemm(device_context& c, bool ta, bool tb, index_t m, index_t n, index_t k, 
     if (m > lim || n > lim || k > lim || lda > lim || ldb > lim || batches > lim)
         typeflow::detail::raise(typeflow::detail::message() << what << ": extents beyond cuBLAS's 32-bit sizes");
     const T alpha = T(1), beta = T(0);
+    launch_count().fetch_add(1, std::memory_order_relaxed);
     const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     if constexpr (std::is_same_v<T, float>)
         check(cublasSgemmStridedBatched(c.blas, opb, opa, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,

@@ -145,6 +145,7 @@ void reduce(device_context& c, const T* in, const dims& d, const typeflow::detai
             const T* one = ones<T>(c, static_cast<std::size_t>(red_n), what);
             const int ni = static_cast<int>(inner), nr = static_cast<int>(red_n);
             if (inner <= std::numeric_limits<int>::max() && red_n <= std::numeric_limits<int>::max()) {
+                launch_count().fetch_add(1, std::memory_order_relaxed);
                 if constexpr (std::is_same_v<T, float>)
                     check(cublasSgemvStridedBatched(c.blas, CUBLAS_OP_N, ni, nr, &alpha, in, ni, red_n * inner, one, 1, 0, &beta, out, 1,
                                                     inner, static_cast<int>(outer)),

@@ -1,0 +1,243 @@
+// The runtime's handling of devices with memory of their own (a GPU's), on
+// the CPU: a test device whose memory space is a separate heap reached only
+// through upload/download/copy (counted), with the reference backend's
+// kernels. Placeholders, constants and variables get device copies, fetches
+// come back through download, variables stay coherent between host and
+// device, assigns commit by swapping buffers, and bad input loses nothing.
+// The same graphs on tf::cpu are the reference.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+#include <typeflow/typeflow.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tf = typeflow;
+using namespace tftest;
+
+namespace tftest {
+/// A device with memory of its own, emulated on the host.
+struct emulated {
+    static constexpr int index = -3;
+    static std::string name() { return "emulated"; }
+};
+// What crossed between the host and the emulated device, and what is allocated there.
+struct emulated_stats {
+    int uploads = 0, downloads = 0, copies = 0, finishes = 0;
+    std::set<void*> live;
+    std::size_t fail_above = ~std::size_t{0};  // allocations larger than this fail (out of memory)
+};
+inline emulated_stats& em() {
+    static emulated_stats s;
+    return s;
+}
+inline void* em_allocate(std::size_t bytes) {
+    if (bytes > em().fail_above) throw std::bad_alloc();
+    void* p = std::malloc(bytes);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0xA5, bytes);  // never zero by accident
+    em().live.insert(p);
+    return p;
+}
+inline void em_free(void* p, std::size_t) noexcept {
+    em().live.erase(p);
+    std::free(p);
+}
+inline void em_zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
+inline void em_upload(void* d, const void* h, std::size_t bytes) {
+    ++em().uploads;
+    std::memcpy(d, h, bytes);
+}
+inline void em_download(void* h, const void* d, std::size_t bytes) {
+    ++em().downloads;
+    std::memcpy(h, d, bytes);
+}
+inline void em_copy(void* d, const void* s, std::size_t bytes) {
+    ++em().copies;
+    std::memcpy(d, s, bytes);
+}
+inline void em_finish() { ++em().finishes; }
+}  // namespace tftest
+
+namespace typeflow {
+template <>
+inline constexpr bool is_device_v<tftest::emulated> = true;
+template <>
+inline constexpr bool host_memory_v<tftest::emulated> = false;
+template <>
+struct device_memory<tftest::emulated> {
+    static constexpr memory_space value{"emulated", &tftest::em_allocate, &tftest::em_free, &tftest::em_zero, false,
+                                        &tftest::em_upload, &tftest::em_download, &tftest::em_copy, &tftest::em_finish};
+};
+template <>
+struct fused<tftest::emulated> : fused<reference> {};
+template <class Op>
+struct kernel<tftest::emulated, Op> : kernel<reference, Op> {};
+template <class From>
+    requires host_memory_v<From>
+struct kernel<tftest::emulated, op::to<tftest::emulated, From>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        const auto& a = n.template child<0>();
+        tftest::em_upload(out, ctx.input(a), static_cast<std::size_t>(ctx.dims_of(a).numel()) * sizeof(value_type_t<N>));
+    }
+};
+template <class To>
+    requires host_memory_v<To>
+struct kernel<To, op::to<To, tftest::emulated>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        const auto& a = n.template child<0>();
+        tftest::em_download(out, ctx.input(a), static_cast<std::size_t>(ctx.dims_of(a).numel()) * sizeof(value_type_t<N>));
+    }
+};
+}  // namespace typeflow
+
+using E = tftest::emulated;
+
+namespace {
+template <class D>
+std::pair<std::vector<float>, std::vector<tf::tensor<float>>> train(const std::vector<tf::tensor<float>>& init, const tf::tensor<float>& xv,
+                                                                    const tf::tensor<std::int32_t>& yv, int steps) {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
+    tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, D> y;
+    tf::variable<"W1", float, tf::shape<6, 5>, D> W1;
+    tf::variable<"b1", float, tf::shape<5>, D> b1;
+    tf::variable<"W2", float, tf::shape<5, 3>, D> W2;
+    W1.load(init[0].view());
+    b1.load(init[1].view());
+    W2.load(init[2].view());
+    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2);
+    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
+    auto step = tf::train::sgd(0.3f).minimize(loss);
+    tf::session s;
+    std::vector<float> losses;
+    for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv)))[0]);
+    return {losses, {W1.value().clone(), b1.value().clone(), W2.value().clone()}};
+}
+}  // namespace
+
+TEST_CASE("device memory: a training run on a device of its own memory follows the cpu", "[device_memory]") {
+    rng_t r(3);
+    const std::vector<tf::tensor<float>> init{uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5),
+                                              uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.1, 0.1),
+                                              uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5)};
+    const auto xv = uniform_tensor<float>(r, tf::dims{16, 6}, 0, 0, -1, 1);
+    const auto yv = uniform_tensor<std::int32_t>(r, tf::dims{16}, 0, 2, 0, 0);
+    em() = {};
+    const auto [le, we] = train<E>(init, xv, yv, 12);
+    const auto [lc, wc] = train<tf::cpu>(init, xv, yv, 12);
+    REQUIRE(le.size() == lc.size());
+    for (std::size_t i = 0; i < le.size(); ++i) {
+        INFO("step " << i);
+        CHECK(std::abs(le[i] - lc[i]) <= 1e-5f * std::max(1.0f, std::abs(lc[i])));
+    }
+    for (std::size_t i = 0; i < we.size(); ++i) expect_values("weights " + std::to_string(i), we[i], wc[i].dims(), [&] {
+            std::vector<double> v;
+            for (tf::index_t k = 0; k < wc[i].size(); ++k) v.push_back(wc[i][k]);
+            return v;
+        }(), 1e-4, 1e-6);
+    // the variables' updates commit by swapping buffers: no device-to-device copies
+    CHECK(em().copies == 0);
+    CHECK(em().finishes >= 12);
+    CHECK(em().live.empty());  // every device buffer was freed with its session and variables
+}
+
+TEST_CASE("device memory: variables stay coherent between the host and the device", "[device_memory]") {
+    em() = {};
+    {
+        tf::variable<"v", float, tf::shape<3>, E> v;
+        tf::session s;
+        auto inc = tf::assign_add(v, 1.0f);
+        s.run(inc);
+        s.run(inc);
+        expect_values("after two increments", v.value(), tf::dims{3}, {2, 2, 2});
+        const int downloads = em().downloads;
+        (void)static_cast<const decltype(v)&>(v).value();  // a second read: nothing to download
+        CHECK(em().downloads == downloads);
+        v.value()[1] = 10.0f;  // a host write reaches the next run
+        s.run(inc);
+        expect_values("after a host write", v.value(), tf::dims{3}, {3, 11, 3});
+        const std::vector<float> nv{5, 6, 7};
+        v.load(tf::view(nv));
+        expect_values("read through the graph", s.run(v * 2.0f), tf::dims{3}, {10, 12, 14});
+        expect_values("the variable fetched", s.run(v), tf::dims{3}, {5, 6, 7});
+        // the value of an assign is the new value; reads in the same run see the old one
+        auto [nvv, old] = s.run(tf::fetch(tf::assign(v, v * 3.0f), v + 0.0f));
+        expect_values("the assign's value", nvv, tf::dims{3}, {15, 18, 21});
+        expect_values("a read beside it", old, tf::dims{3}, {5, 6, 7});
+        expect_values("after it", v.value(), tf::dims{3}, {15, 18, 21});
+    }
+    CHECK(em().live.empty());
+}
+
+TEST_CASE("device memory: constants scalars views and transfers", "[device_memory]") {
+    em() = {};
+    tf::placeholder<"x", float, tf::shape<2, 3>, E> x;
+    tf::placeholder<"h", float, tf::shape<2, 3>> h;  // on the host
+    auto c = tf::constant<tf::shape<3>, E>({1.f, 2.f, 3.f});
+    tf::scalar<float, E> k(2.0f);
+    tf::session s;
+    const std::vector<float> xv{1, 2, 3, 4, 5, 6};
+    auto [y, rs, back] = s.run(tf::fetch(x * k + c, tf::reshape<3, 2>(x), tf::to<tf::cpu>(x) + h), tf::feed(x, xv), tf::feed(h, xv));
+    expect_values("x * k + c", y, tf::dims{2, 3}, {3, 6, 9, 9, 12, 15});
+    expect_values("a view fetched", rs, tf::dims{3, 2}, {1, 2, 3, 4, 5, 6});
+    expect_values("to<cpu>", back, tf::dims{2, 3}, {2, 4, 6, 8, 10, 12});
+    // a plan sends its constants once and its feeds at every run
+    auto y1 = x * k + c;
+    (void)s.run(y1, tf::feed(x, xv));
+    const int up = em().uploads;
+    const auto y2 = s.run(y1, tf::feed(x, xv));
+    expect_values("again", y2, tf::dims{2, 3}, {3, 6, 9, 9, 12, 15});
+    CHECK(em().uploads - up == 1);  // the feed alone
+    // host to device and back inside one graph
+    auto z = tf::to<tf::cpu>(tf::to<E>(h) * 2.0f);
+    expect_values("round trip", s.run(z, tf::feed(h, xv)), tf::dims{2, 3}, {2, 4, 6, 8, 10, 12});
+}
+
+TEST_CASE("device memory: bad input loses nothing", "[device_memory]") {
+    em() = {};
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 2>, E> x;
+    tf::variable<"v", float, tf::shape<2>, E> v;
+    const std::vector<float> one{1, 1};
+    v.load(tf::view(one));
+    tf::session s;
+    auto step = tf::assign_add(v, tf::sum<0>(x));
+    const tf::tensor<float> wrong(tf::dims{2, 3});
+    CHECK_THROWS_WITH(s.run(step, tf::feed(x, wrong)), Catch::Contains("'x'"));
+    expect_values("after a bad feed", v.value(), tf::dims{2}, {1, 1});
+    // out of device memory: a tf::error naming the node and the bytes; the session runs on
+    em().fail_above = 1 << 20;
+    const tf::tensor<float> big(tf::dims{1 << 18, 2});
+    try {
+        s.run(step, tf::feed(x, big));
+        FAIL("no error");
+    } catch (const tf::error& e) {
+        const std::string m = e.what();
+        INFO(m);
+        CHECK(m.find("2097152") != std::string::npos);
+        CHECK(m.find("'x'") != std::string::npos);
+    }
+    em().fail_above = ~std::size_t{0};
+    expect_values("after running out of memory", v.value(), tf::dims{2}, {1, 1});
+    const std::vector<float> xs{1, 2, 3, 4};
+    s.run(step, tf::feed(x, tf::view(xs, {2, 2})));
+    expect_values("a good run after both", v.value(), tf::dims{2}, {5, 7});
+}
+
+TEST_CASE("device memory: control flow on such a device is refused with a clear error", "[device_memory]") {
+    tf::placeholder<"p", bool, tf::shape<>, E> p;
+    tf::placeholder<"x", float, tf::shape<2>, E> x;
+    tf::session s;
+    auto y = tf::cond(p, [&] { return x * 2.0f; }, [&] { return x; });
+    const bool pv = true;
+    CHECK_THROWS_WITH(s.run(y, tf::feed(p, tf::tensor_view<const bool>{&pv, tf::dims{}}), tf::feed(x, std::vector<float>{1, 2})),
+                      Catch::Contains("runs on host devices only"));
+}
