@@ -66,23 +66,24 @@ struct respell<region::canonical_node<Op, C...>> {
 template <class T>
 T deduced(T*);
 
+// The evaluator, on the device and (for tests) on the host.
 // Element e of a region: offsets from the multi-index of e.
 template <std::size_t Off, class T, bool Scalar, std::size_t K>
-__device__ __forceinline__ T element(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, const index_t* off) {
+TYPEFLOW_HOST_DEVICE __forceinline__ T element(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, const index_t* off) {
     return static_cast<const T*>(p.ptr[Off])[Scalar ? 0 : off[Off]];
 }
 template <class Op, class... C, std::size_t K>
-__device__ __forceinline__ auto element(region::canonical_node<Op, C...>, const region_plan<K>& p, const index_t* off) {
+TYPEFLOW_HOST_DEVICE __forceinline__ auto element(region::canonical_node<Op, C...>, const region_plan<K>& p, const index_t* off) {
     return Op::apply(element(C{}, p, off)...);
 }
 
 // The contiguous case: every operand is read at e (or is a constant).
 template <std::size_t Off, class T, bool Scalar, std::size_t K>
-__device__ __forceinline__ T element_flat(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, index_t e) {
+TYPEFLOW_HOST_DEVICE __forceinline__ T element_flat(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, index_t e) {
     return static_cast<const T*>(p.ptr[Off])[(Scalar || p.scalar[Off]) ? 0 : e];
 }
 template <class Op, class... C, std::size_t K>
-__device__ __forceinline__ auto element_flat(region::canonical_node<Op, C...>, const region_plan<K>& p, index_t e) {
+TYPEFLOW_HOST_DEVICE __forceinline__ auto element_flat(region::canonical_node<Op, C...>, const region_plan<K>& p, index_t e) {
     return Op::apply(element_flat(C{}, p, e)...);
 }
 
@@ -92,29 +93,47 @@ struct alignas(sizeof(T) * W) vec {
     T v[W];
 };
 template <int W, std::size_t Off, class T, bool Scalar, std::size_t K>
-__device__ __forceinline__ T element_vec(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, index_t v, int lane) {
+TYPEFLOW_HOST_DEVICE __forceinline__ T element_vec(region::operand_slot<Off, T, Scalar>, const region_plan<K>& p, index_t v, int lane) {
     if (Scalar || p.scalar[Off]) return *static_cast<const T*>(p.ptr[Off]);
     return static_cast<const vec<T, W>*>(p.ptr[Off])[v].v[lane];
 }
 template <int W, class Op, class... C, std::size_t K>
-__device__ __forceinline__ auto element_vec(region::canonical_node<Op, C...>, const region_plan<K>& p, index_t v, int lane) {
+TYPEFLOW_HOST_DEVICE __forceinline__ auto element_vec(region::canonical_node<Op, C...>, const region_plan<K>& p, index_t v, int lane) {
     return Op::apply(element_vec<W>(C{}, p, v, lane)...);
+}
+
+/// Output element e of a region (any broadcasting).
+template <class Canon, class T, std::size_t K>
+TYPEFLOW_HOST_DEVICE __forceinline__ void eval_strided_at(const region_plan<K>& p, T* out, index_t e) {
+    index_t off[K];
+    for (std::size_t k = 0; k < K; ++k) off[k] = 0;
+    index_t f = e;
+    for (int a = p.rank; a-- > 0;) {
+        const index_t i = f % p.extent[a];
+        f /= p.extent[a];
+        for (std::size_t k = 0; k < K; ++k) off[k] += i * p.stride[k][a];
+    }
+    out[e] = static_cast<T>(element(Canon{}, p, off));
+}
+/// Output elements [W v, W v + W) of a contiguous region, one vector store.
+template <class Canon, class T, std::size_t K, int W>
+TYPEFLOW_HOST_DEVICE __forceinline__ void eval_vec_at(const region_plan<K>& p, T* out, index_t v) {
+    vec<T, W> r;
+#pragma unroll
+    for (int l = 0; l < W; ++l) r.v[l] = static_cast<T>(element_vec<W>(Canon{}, p, v, l));
+    reinterpret_cast<vec<T, W>*>(out)[v] = r;
+}
+/// Output element e of a contiguous region (the tail after the vectors).
+template <class Canon, class T, std::size_t K>
+TYPEFLOW_HOST_DEVICE __forceinline__ void eval_flat_at(const region_plan<K>& p, T* out, index_t e) {
+    out[e] = static_cast<T>(element_flat(Canon{}, p, e));
 }
 
 template <class Canon, class T, std::size_t K>
 __device__ __forceinline__ void run_strided(const region_plan<K>& p, T* out) {
     const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-    for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < p.numel; e += stride) {
-        index_t off[K];
-        for (std::size_t k = 0; k < K; ++k) off[k] = 0;
-        index_t f = e;
-        for (int a = p.rank; a-- > 0;) {
-            const index_t i = f % p.extent[a];
-            f /= p.extent[a];
-            for (std::size_t k = 0; k < K; ++k) off[k] += i * p.stride[k][a];
-        }
-        out[e] = static_cast<T>(element(Canon{}, p, off));
-    }
+    for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < p.numel; e += stride)
+        eval_strided_at<Canon, T, K>(p, out, e);
 }
 template <class Canon, class T, std::size_t K>
 __global__ void region_strided(const region_plan<K> p, T* out) {
@@ -130,14 +149,10 @@ template <class Canon, class T, std::size_t K, int W>
 __device__ __forceinline__ void run_vec(const region_plan<K>& p, T* out) {
     const index_t nv = p.numel / W;
     const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-    for (index_t v = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < nv; v += stride) {
-        vec<T, W> r;
-#pragma unroll
-        for (int l = 0; l < W; ++l) r.v[l] = static_cast<T>(element_vec<W>(Canon{}, p, v, l));
-        reinterpret_cast<vec<T, W>*>(out)[v] = r;
-    }
+    for (index_t v = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < nv; v += stride)
+        eval_vec_at<Canon, T, K, W>(p, out, v);
     for (index_t e = nv * W + static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < p.numel; e += stride)
-        out[e] = static_cast<T>(element_flat(Canon{}, p, e));
+        eval_flat_at<Canon, T, K>(p, out, e);
 }
 template <class Canon, class T, std::size_t K, int W>
 __global__ void region_vec(const region_plan<K> p, T* out) {
@@ -205,6 +220,38 @@ bool contiguous(const region_plan<K>& p) {
     return true;
 }
 
+/// Elements per thread of the vector path for output type T.
+template <class T>
+inline constexpr int vector_width = sizeof(T) <= 4 ? 4 : 2;
+
+/// True when a region of form Canon writing T at `out` takes the vector path:
+/// contiguous operands and every pointer aligned for its vector load.
+template <class Canon, class T, std::size_t K>
+bool takes_vector_path(const region_plan<K>& p, const void* out) {
+    constexpr int W = vector_width<T>;
+    if (!contiguous(p) || p.numel < W) return false;
+    std::size_t sizes[K]{};
+    detail::slot_sizes<Canon, K>::fill(sizes);
+    const auto aligned = [](const void* q, std::size_t a) { return reinterpret_cast<std::uintptr_t>(q) % a == 0; };
+    bool ok = aligned(out, sizeof(T) * W);
+    for (std::size_t k = 0; k < K; ++k) ok = ok && (p.scalar[k] || aligned(p.ptr[k], sizes[k] * W));
+    return ok;
+}
+
+/// Evaluates a lowered region on the host with the device's evaluator (the
+/// same decisions and element functions; tests compare it with the CPU backend).
+template <class Canon, class T, std::size_t K>
+void eval_on_host(const region_plan<K>& p, T* out) {
+    constexpr int W = vector_width<T>;
+    if (takes_vector_path<Canon, T, K>(p, out)) {
+        const index_t nv = p.numel / W;
+        for (index_t v = 0; v < nv; ++v) detail::eval_vec_at<Canon, T, K, W>(p, out, v);
+        for (index_t e = nv * W; e < p.numel; ++e) detail::eval_flat_at<Canon, T, K>(p, out, e);
+    } else {
+        for (index_t e = 0; e < p.numel; ++e) detail::eval_strided_at<Canon, T, K>(p, out, e);
+    }
+}
+
 }  // namespace typeflow::cuda
 
 namespace typeflow {
@@ -224,15 +271,8 @@ struct fused<gpu<N>> {
         const cuda::region_plan<K> p = cuda::lower<K>(lay, base);
         T* o = static_cast<T*>(out);
         constexpr unsigned threads = 256;
-        constexpr int W = sizeof(T) <= 4 ? 4 : 2;
-        bool vec = cuda::contiguous(p) && p.numel >= W;
-        if (vec) {
-            std::size_t sizes[K]{};
-            cuda::detail::slot_sizes<Canon, K>::fill(sizes);
-            const auto aligned = [](const void* q, std::size_t a) { return reinterpret_cast<std::uintptr_t>(q) % a == 0; };
-            vec = aligned(o, sizeof(T) * W);
-            for (std::size_t k = 0; k < K; ++k) vec = vec && (p.scalar[k] || aligned(p.ptr[k], sizes[k] * W));
-        }
+        constexpr int W = cuda::vector_width<T>;
+        const bool vec = cuda::takes_vector_path<Canon, T, K>(p, o);
         const std::size_t items = vec ? static_cast<std::size_t>(p.numel) / W : static_cast<std::size_t>(p.numel);
         const unsigned grid = cuda::grid_for(items, threads);
         if constexpr (sizeof(p) <= cuda::max_param_bytes) {
