@@ -18,6 +18,13 @@ generator=()
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   generator=(-G Ninja)
 fi
-cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
+# Where the CUDA toolkit is installed (nvcc), the CUDA backend's tests and
+# benchmark are built too; its GPU tests run where a device is present and
+# report themselves skipped elsewhere (the host-side ones always run).
+cuda=()
+if [[ " $* " != *TYPEFLOW_ENABLE_CUDA* ]] && { command -v nvcc > /dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+  cuda=(-DTYPEFLOW_ENABLE_CUDA=ON)
+fi
+cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "$@"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j "$JOBS"

@@ -9,6 +9,8 @@
 
 #include <typeflow/typeflow.hpp>
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -124,4 +126,20 @@ TEST_CASE("cuda lowering: a region too large for the kernel parameters lowers wh
     std::vector<double> want;
     for (tf::index_t i = 0; i < 12; ++i) want.push_back(x[i] * (56.0 * 57.0 / 2.0));
     expect_values("sum of 56 scaled operands", g, tf::dims{3, 4}, want, 1e-5, 1e-5);
+}
+
+TEST_CASE("cuda: a gpu graph in a process without a device is a tf::error, and runs where there is one", "[host]") {
+    int n = 0;
+    const bool have = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+    tf::placeholder<"x", float, tf::shape<3>, tf::gpu<0>> x;
+    tf::session s;
+    const std::vector<float> xv{1, 2, 3};
+    if (!have) {
+        CHECK_THROWS_WITH(s.run(x * 2.0f, tf::feed(x, xv)), Catch::Contains("gpu:0: no such CUDA device"));
+        // and the session is still usable for graphs on the host
+        tf::placeholder<"h", float, tf::shape<3>> h;
+        expect_values("a cpu graph after it", s.run(h * 2.0f, tf::feed(h, xv)), tf::dims{3}, {2, 4, 6});
+    } else {
+        expect_values("on the device", s.run(x * 2.0f, tf::feed(x, xv)), tf::dims{3}, {2, 4, 6});
+    }
 }
