@@ -68,6 +68,11 @@ foreach(_n 2 3 4)
            COMMAND typeflow-launch -n ${_n} --timeout 100 $<TARGET_FILE:dist_collectives_test> ${_args})
   set_tests_properties(dist.collectives.np${_n} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
+# The same collectives through staged_collective (device buffers staged through
+# host memory, as for tasks that share one GPU), on an emulated device.
+add_test(NAME dist.collectives.staged.np3
+         COMMAND typeflow-launch -n 3 --timeout 100 $<TARGET_FILE:dist_collectives_test> --staged)
+set_tests_properties(dist.collectives.staged.np3 PROPERTIES TIMEOUT 120 LABELS dist)
 
 # Fault injection: dead, stopped and mismatched tasks.
 add_executable(dist_fault_test ${_td}/fault_test.cpp)

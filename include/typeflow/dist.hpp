@@ -9,4 +9,5 @@
 #include <typeflow/distributed/options.hpp>
 #include <typeflow/distributed/reduce_op.hpp>
 #include <typeflow/distributed/ring_collective.hpp>
+#include <typeflow/distributed/staged_collective.hpp>
 #include <typeflow/distributed/transport.hpp>

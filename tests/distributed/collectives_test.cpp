@@ -5,7 +5,11 @@
 // functions, compared bit for bit (small all_reduce: recursive doubling's
 // order when the task count is a power of two, else rank order).
 //
-//   collectives_test [--large]    --large adds the 64 MiB cases
+//   collectives_test [--large] [--staged]
+//     --large adds the 64 MiB cases; --staged runs every collective through a
+//     staged_collective over a memory space of its own (an emulated device:
+//     separate buffers reached only through upload/download), so the buffers
+//     the test passes are the "device" ones.
 #include <typeflow/dist.hpp>
 
 #include <algorithm>
@@ -140,6 +144,19 @@ template <class T> void verify(const std::string& what, const T* got, std::size_
     }
 }
 
+tfd::ring_collective* ring = nullptr;  // the host collective (its direct_bytes sets the reduction order)
+
+// The emulated device of --staged: host memory, reached through copies that are counted.
+std::size_t staged_copies = 0;
+void* em_alloc(std::size_t b) { return ::operator new(b); }
+void em_free(void* p, std::size_t) noexcept { ::operator delete(p); }
+void em_zero(void* p, std::size_t b) { std::memset(p, 0, b); }
+void em_copy(void* d, const void* s, std::size_t b) {
+    ++staged_copies;
+    std::memmove(d, s, b);
+}
+constexpr typeflow::memory_space emulated{"emulated", &em_alloc, &em_free, &em_zero, false, &em_copy, &em_copy, &em_copy, nullptr};
+
 std::string name(const char* coll, std::size_t n, dtype t, const char* extra, bool in_place) {
     return std::string(coll) + "(" + std::string(typeflow::dtype_name(t)) + "[" + std::to_string(n) + "]" + extra +
            (in_place ? ", in place)" : ", out of place)");
@@ -154,7 +171,8 @@ template <class T> void test_all_reduce(tfd::collective& c, std::size_t n, reduc
     else c.all_reduce(in.data(), out.data(), n, tfd::dtype_of<T>, op);
     const auto& res = in_place ? in : out;
     std::string extra = ", " + std::string(tfd::name_of(op));
-    auto& rc = static_cast<tfd::ring_collective&>(c);
+    (void)c;
+    auto& rc = *ring;
     const bool direct = n * sizeof(T) <= rc.direct_bytes() && n * sizeof(T) <= segment_bytes;
     int chunk = 0;
     verify<T>(name("all_reduce", n, tfd::dtype_of<T>, extra.c_str(), in_place), res.data(), n, [&](std::size_t i) {
@@ -260,11 +278,33 @@ void test_bool_sum(tfd::collective& c) {
 } // namespace
 
 int main(int argc, char** argv) {
-    const bool large = argc > 1 && std::string(argv[1]) == "--large";
+    bool large = false, staged = false;
+    for (int i = 1; i < argc; ++i) {
+        large = large || std::string(argv[i]) == "--large";
+        staged = staged || std::string(argv[i]) == "--staged";
+    }
     try {
         auto spec = tfd::cluster_spec::from_env();
         spec.options.op_timeout = std::chrono::seconds(60);
-        tfd::ring_collective c(spec);
+        tfd::ring_collective rc(spec);
+        ring = &rc;
+        tfd::staged_collective sc(rc, emulated);
+        struct facade : tfd::collective {  // the ring's segment setting, with the chosen collective's operations
+            tfd::collective& op;
+            tfd::ring_collective& r;
+            facade(tfd::collective& o, tfd::ring_collective& rr) : op(o), r(rr) {}
+            int rank() const noexcept override { return op.rank(); }
+            int size() const noexcept override { return op.size(); }
+            void all_reduce(const void* in, void* out, std::size_t n, dtype t, reduce_op o) override { op.all_reduce(in, out, n, t, o); }
+            void broadcast(void* b, std::size_t n, dtype t, int root) override { op.broadcast(b, n, t, root); }
+            void all_gather(const void* in, void* out, std::size_t n, dtype t) override { op.all_gather(in, out, n, t); }
+            void reduce_scatter(const void* in, void* out, std::size_t n, dtype t, reduce_op o) override {
+                op.reduce_scatter(in, out, n, t, o);
+            }
+            void barrier() override { op.barrier(); }
+            void set_timeout(std::chrono::milliseconds t) override { op.set_timeout(t); }
+            void set_segment_bytes(std::size_t b) { r.set_segment_bytes(b); }
+        } c(staged ? static_cast<tfd::collective&>(sc) : rc, rc);
         std::uint64_t salt = 1;
         const auto t0 = std::chrono::steady_clock::now();
         test_barrier(c);
@@ -300,7 +340,12 @@ int main(int argc, char** argv) {
         }
         test_barrier(c);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("%s: %ld checks, %d failures, %.2f s\n", failures ? "FAILED" : "PASSED", checks, failures, secs);
+        if (staged && staged_copies == 0) {
+            std::printf("FAIL --staged: no copy went through the emulated device\n");
+            ++failures;
+        }
+        std::printf("%s: %ld checks, %d failures, %.2f s%s\n", failures ? "FAILED" : "PASSED", checks, failures, secs,
+                    staged ? " (staged through an emulated device)" : "");
         return failures ? 1 : 0;
     } catch (const std::exception& e) {
         std::printf("FAILED with exception: %s\n", e.what());
