@@ -188,6 +188,22 @@ TEST_CASE("cuda softmax one_hot and transpose match the cpu", "[cuda]") {
     const auto xl = uniform_tensor<std::int32_t>(r, tf::dims{9}, 0, 6, 0, 0);
     const auto g = nn_on<G>(xa, xl), h = nn_on<tf::cpu>(xa, xl);
     for (std::size_t i = 0; i < g.size(); ++i) expect_close("op " + std::to_string(i), g[i], h[i], 1e-5);
+    // argmax and argmin, with a tie and a NaN
+    tf::tensor<float> xm = xa.clone();
+    xm[3] = xm[4];
+    xm[20] = std::nanf("");
+    const auto arg_on = [&](auto dev) {
+        using D = decltype(dev);
+        tf::placeholder<"a", float, tf::shape<4, 5, 6>, D> a;
+        tf::session s;
+        return std::vector<tf::tensor<std::int64_t>>{s.run(tf::argmax<2>(a), tf::feed(a, xm)), s.run(tf::argmin<1>(a), tf::feed(a, xm)),
+                                                     s.run(tf::argmax<0>(a), tf::feed(a, xm))};
+    };
+    const auto ag = arg_on(G{}), ac = arg_on(tf::cpu{});
+    for (std::size_t i = 0; i < ag.size(); ++i) {
+        INFO("arg reduction " << i);
+        CHECK(ag[i].to_vector() == ac[i].to_vector());
+    }
 }
 
 TEST_CASE("cuda one_hot reports an out of range label as a tf::error", "[cuda]") {
@@ -196,6 +212,11 @@ TEST_CASE("cuda one_hot reports an out of range label as a tf::error", "[cuda]")
     const std::vector<std::int32_t> bad{1, 9, 0};
     CHECK_THROWS_WITH(s.run(tf::one_hot<4, float>(l), tf::feed(l, bad)),
                       Catch::Contains("one_hot: label 9 at flat index 1 is out of range [0, 4)"));
+    // a run that updates a variable from the bad labels writes nothing
+    tf::variable<"v", float, tf::shape<4>, G> v;
+    auto upd = tf::assign_add(v, tf::sum<0>(tf::one_hot<4, float>(l)));
+    CHECK_THROWS_WITH(s.run(upd, tf::feed(l, bad)), Catch::Contains("out of range"));
+    expect_values("the variable after the failed run", v.value(), tf::dims{4}, {0, 0, 0, 0});
     // the session runs on afterwards
     const auto ok = s.run(tf::one_hot<4, float>(l), tf::feed(l, std::vector<std::int32_t>{3, 0, 1}));
     expect_values("one_hot after the error", ok, tf::dims{3, 4}, {0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0});
@@ -389,4 +410,38 @@ TEST_CASE("cuda out of device memory is a tf::error naming the node and the byte
     const tf::tensor<float> c2(tf::dims{3, 1}), r2(tf::dims{1, 2});
     const auto ok = s.run(tf::sum(col + row + 1.0f), tf::feed(col, c2), tf::feed(row, r2));
     CHECK(ok[0] == 6.0f);
+}
+
+namespace {
+template <class D>
+std::vector<float> optimize_on(const tf::tensor<float>& w0, const tf::tensor<float>& xv) {
+    std::vector<float> out;
+    const auto run = [&](auto make_opt) {
+        tf::placeholder<"x", float, tf::shape<4, 3>, D> x;
+        tf::variable<"w", float, tf::shape<3, 2>, D> w;
+        w.load(w0.view());
+        auto loss = tf::sum(tf::tanh(tf::matmul(x, w)) * tf::matmul(x, w));
+        auto step = make_opt().minimize(loss);
+        tf::session s;
+        for (int i = 0; i < 4; ++i) s.run(step, tf::feed(x, xv));
+        for (float v : w.value().to_vector()) out.push_back(v);
+    };
+    run([] { return tf::train::adam(0.05f); });
+    run([] { return tf::train::rmsprop(0.05f); });
+    run([] { return tf::train::adagrad(0.1f); });
+    run([] { return tf::train::momentum(0.1f, {.momentum = 0.9, .nesterov = true}); });
+    return out;
+}
+}  // namespace
+
+TEST_CASE("cuda optimizers with slots update as on the cpu", "[cuda]") {
+    rng_t r(18);
+    const auto w0 = uniform_tensor<float>(r, tf::dims{3, 2}, 0, 0, -1, 1);
+    const auto xv = uniform_tensor<float>(r, tf::dims{4, 3}, 0, 0, -1, 1);
+    const auto g = optimize_on<G>(w0, xv), c = optimize_on<tf::cpu>(w0, xv);
+    REQUIRE(g.size() == c.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        INFO("value " << i);
+        CHECK(std::abs(g[i] - c[i]) <= 2e-5f * std::max(1.0f, std::abs(c[i])));
+    }
 }

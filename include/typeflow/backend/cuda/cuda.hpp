@@ -4,6 +4,7 @@
 // <typeflow/typeflow.hpp> when nvcc compiles it (TYPEFLOW_NO_CUDA turns that off).
 #pragma once
 #include <typeflow/backend/cuda/fused.hpp>
+#include <typeflow/backend/cuda/ops/apply.hpp>
 #include <typeflow/backend/cuda/ops/matmul.hpp>
 #include <typeflow/backend/cuda/ops/nn.hpp>
 #include <typeflow/backend/cuda/ops/reduce.hpp>

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <utility>
 
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/elementwise.hpp>
@@ -40,7 +41,7 @@ struct sgd {
     static constexpr std::string_view name = "apply_sgd", sparse_name = "sparse_apply_sgd";
     static constexpr std::size_t slots = 0, hypers = 1;
     template <class T>
-    static void row(const T* var, T* out, const T* const*, T* const*, const T* h, const T* g, index_t n) {
+    TYPEFLOW_HOST_DEVICE static void row(const T* var, T* out, const T* const*, T* const*, const T* h, const T* g, index_t n) {
         for (index_t j = 0; j < n; ++j) out[j] = var[j] - h[0] * g[j];
     }
 };
@@ -50,7 +51,7 @@ struct momentum {
     static constexpr std::string_view name = "apply_momentum", sparse_name = "sparse_apply_momentum";
     static constexpr std::size_t slots = 1, hypers = 4;
     template <class T>
-    static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
+    TYPEFLOW_HOST_DEVICE static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
         const T* a = s[0];
         T* ao = so[0];
         for (index_t j = 0; j < n; ++j) {
@@ -65,7 +66,7 @@ struct adagrad {
     static constexpr std::string_view name = "apply_adagrad", sparse_name = "sparse_apply_adagrad";
     static constexpr std::size_t slots = 1, hypers = 1;
     template <class T>
-    static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
+    TYPEFLOW_HOST_DEVICE static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
         const T* acc = s[0];
         T* acco = so[0];
         for (index_t j = 0; j < n; ++j) {
@@ -85,7 +86,7 @@ struct adam {
     static constexpr std::string_view name = "apply_adam", sparse_name = "sparse_apply_lazy_adam";
     static constexpr std::size_t slots = 2, hypers = 8;
     template <class T>
-    static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
+    TYPEFLOW_HOST_DEVICE static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
         const T lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4], t1 = h[5] + T(1), cb1 = h[6], cb2 = h[7];
         const T c1 = T(1) - std::pow(b1, t1), c2 = T(1) - std::pow(b2, t1);
         const T* m = s[0];
@@ -108,7 +109,7 @@ struct rmsprop {
     static constexpr std::string_view name = "apply_rmsprop", sparse_name = "sparse_apply_rmsprop";
     static constexpr std::size_t slots = 2, hypers = 5;
     template <class T>
-    static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
+    TYPEFLOW_HOST_DEVICE static void row(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
         const T lr = h[0], rho = h[1], mu = h[2], eps = h[3], crho = h[4];
         const T* ms = s[0];
         const T* mom = s[1];

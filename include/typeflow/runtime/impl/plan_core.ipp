@@ -343,6 +343,10 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         std::memcpy(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
     }
     if (hook) report_ready(*hook, n_);
+    // the device work so far is done and its errors raised before any variable is written
+    if (device_)
+        for (const arena_block& blk : arenas_)
+            if (!blk.mem->host && blk.mem->finish) blk.mem->finish();
     // 7. writes of assigns, in topological order (the later of two writes wins; a branch not taken writes nothing).
     // Locked updates are computed first, all of them, then written, under the update lock: they read the
     // variables as the lock finds them, and no other locked update runs in between.

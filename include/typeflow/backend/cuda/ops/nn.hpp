@@ -1,14 +1,16 @@
-// typeflow/backend/cuda/ops/nn.hpp — softmax and log-softmax along an axis
+// typeflow/backend/cuda/ops/nn.hpp — softmax and log-softmax along an axis, argmax and argmin
 // (a warp per row when the axis is the last), one_hot (an out-of-range label
 // is reported through the error word and raised when the run's GPU work is
 // done), and group (a step's "all done" flag).
 #pragma once
 #include <cmath>
+#include <cstdint>
 
 #include <typeflow/backend/cuda/runtime.hpp>
 #include <typeflow/core/index.hpp>
 #include <typeflow/expr/ops/group.hpp>
 #include <typeflow/expr/ops/nn.hpp>
+#include <typeflow/expr/ops/reduce.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
 namespace typeflow::cuda::detail {
@@ -63,6 +65,27 @@ __global__ void softmax_middle(const T* in, T* out, index_t outer, index_t len, 
     }
 }
 
+// argmax / argmin along an axis: a thread per (outer, inner) output; NaN wins
+// (the first NaN), ties go to the first index, as on the CPU.
+template <bool IsMax, class T>
+__global__ void arg_reduce_kernel(const T* in, std::int64_t* out, index_t outer, index_t len, index_t inner) {
+    const index_t n = outer * inner, stride = static_cast<index_t>(gridDim.x) * blockDim.x;
+    for (index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += stride) {
+        const index_t o = t / inner, i = t % inner;
+        std::int64_t best = 0;
+        T bv = in[o * len * inner + i];
+        for (index_t l = 1; l < len; ++l) {
+            const T v = in[(o * len + l) * inner + i];
+            if (bv != bv) break;
+            if (v != v || (IsMax ? v > bv : v < bv)) {
+                best = l;
+                bv = v;
+            }
+        }
+        out[t] = best;
+    }
+}
+
 template <class L, class T>
 __global__ void one_hot_kernel(const L* labels, T* out, index_t count, index_t depth, error_word* err) {
     const index_t n = count * depth, stride = static_cast<index_t>(gridDim.x) * blockDim.x;
@@ -112,6 +135,22 @@ struct kernel<gpu<N>, op::one_hot<Depth, T>> {
         cuda::detail::one_hot_kernel<<<cuda::grid_for(static_cast<std::size_t>(count * Depth), 256), 256, 0, c.stream>>>(
             labels, out, count, Depth, cuda::device_error_word(c));
         cuda::check_launch("one_hot");
+    }
+};
+
+template <int N, bool IsMax, index_t Axis>
+struct kernel<gpu<N>, op::arg_reduce<IsMax, Axis>> {
+    template <class Nd, class Ctx>
+    static void run(const Nd& n, const Ctx& ctx, std::int64_t* out) {
+        const dims d = ctx.dims_of(n.template child<0>());
+        const auto* in = ctx.input(n.template child<0>());
+        using T = std::remove_cvref_t<decltype(*in)>;
+        const axis_split s = split_at(d, op::arg_reduce<IsMax, Axis>::axis(d.rank));
+        if (s.outer * s.inner == 0) return;
+        cuda::device_context& c = cuda::context<N>();
+        cuda::detail::arg_reduce_kernel<IsMax, T>
+            <<<cuda::grid_for(static_cast<std::size_t>(s.outer * s.inner), 256), 256, 0, c.stream>>>(in, out, s.outer, s.len, s.inner);
+        cuda::check_launch(op::arg_reduce<IsMax, Axis>::name);
     }
 };
 
