@@ -2,7 +2,8 @@
 # scripts/gpu_check.sh — the CUDA backend's checks on a machine with a CUDA
 # device, in one run, shortest and most important first:
 #   1. the GPU test suite (typeflow_cuda_tests: ops, gradients, training on
-#      gpu<0> against the cpu and finite differences; bad input);
+#      gpu<0> against the cpu and finite differences; bad input), then the
+#      GPU example (Fashion-MNIST MLP);
 #   2. bench_gpu: fused chain vs device copy and a hand-written kernel, GEMM
 #      vs cuBLAS, the MLP training step;
 #   3. the PyTorch peer of the MLP step (benchmarks/gpu/torch_mlp_step.py);
@@ -28,9 +29,10 @@ nproc | sed 's/^/cpus: /' | tee -a "$LOG/device.txt"
 if [ ! -x "$BIN/typeflow_cuda_tests" ] || ! "$BIN/typeflow_cuda_tests" --list-test-names-only > /dev/null 2>&1; then
     echo "== building with cmake into build-gpu-local"
     cmake -S . -B build-gpu-local -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYPEFLOW_ENABLE_CUDA=ON > "$LOG/cmake.log" 2>&1 &&
-        ninja -C build-gpu-local typeflow_cuda_tests bench_gpu > "$LOG/build.log" 2>&1
+        ninja -C build-gpu-local typeflow_cuda_tests bench_gpu fashion_mnist_mlp_gpu > "$LOG/build.log" 2>&1
     mkdir -p "$BIN"
-    cp build-gpu-local/tests/typeflow_cuda_tests build-gpu-local/benchmarks/bench_gpu "$BIN"/ 2>/dev/null
+    cp build-gpu-local/tests/typeflow_cuda_tests build-gpu-local/benchmarks/bench_gpu \
+        build-gpu-local/examples/fashion_mnist_mlp_gpu "$BIN"/ 2>/dev/null
 fi
 
 # 1. tests
@@ -38,6 +40,17 @@ timeout 240 "$BIN/typeflow_cuda_tests" > "$LOG/tests.log" 2>&1
 rc=$?
 tail -5 "$LOG/tests.log"
 note "tests rc=$rc: $(grep -E '^(All tests passed|test cases:)' "$LOG/tests.log" | tail -1)"
+
+# 1b. the GPU example (Fashion-MNIST: Debian's files, or a copy carried in BIN_DIR/fashion-mnist)
+if [ -x "$BIN/fashion_mnist_mlp_gpu" ]; then
+    if [ ! -d /usr/share/datasets/fashion-mnist ] && [ -d "$BIN/fashion-mnist" ]; then
+        mkdir -p /usr/share/datasets && cp -r "$BIN/fashion-mnist" /usr/share/datasets/
+    fi
+    timeout 180 "$BIN/fashion_mnist_mlp_gpu" > "$LOG/example.log" 2>&1
+    rc=$?
+    tail -3 "$LOG/example.log"
+    note "example rc=$rc: $(tail -1 "$LOG/example.log")"
+fi
 
 # 2. benchmarks
 timeout 240 "$BIN/bench_gpu" > "$LOG/bench.log" 2>&1
