@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
+#include "device_support.hpp"
 
 #include <typeflow/typeflow.hpp>
 
@@ -242,36 +243,14 @@ TEST_CASE("device memory: control flow on such a device is refused with a clear 
                       Catch::Contains("runs on host devices only"));
 }
 
-namespace {
-// A few steps of each optimizer with slots (multi-output updates) on device D.
-template <class D>
-std::vector<float> optimize(const tf::tensor<float>& w0, const tf::tensor<float>& xv) {
-    std::vector<float> out;
-    const auto run = [&](auto make_opt) {
-        tf::placeholder<"x", float, tf::shape<4, 3>, D> x;
-        tf::variable<"w", float, tf::shape<3, 2>, D> w;
-        w.load(w0.view());
-        auto loss = tf::sum(tf::tanh(tf::matmul(x, w)) * tf::matmul(x, w));
-        auto step = make_opt().minimize(loss);
-        tf::session s;
-        for (int i = 0; i < 4; ++i) s.run(step, tf::feed(x, xv));
-        for (float v : w.value().to_vector()) out.push_back(v);
-    };
-    run([] { return tf::train::adam(0.05f); });
-    run([] { return tf::train::rmsprop(0.05f); });
-    run([] { return tf::train::adagrad(0.1f); });
-    run([] { return tf::train::momentum(0.1f, {.momentum = 0.9, .nesterov = true}); });
-    return out;
-}
-}  // namespace
 
 TEST_CASE("device memory: optimizers with slots update on such a device as on the cpu", "[device_memory]") {
     rng_t r(4);
     const auto w0 = uniform_tensor<float>(r, tf::dims{3, 2}, 0, 0, -1, 1);
     const auto xv = uniform_tensor<float>(r, tf::dims{4, 3}, 0, 0, -1, 1);
     em() = {};
-    const auto e = optimize<E>(w0, xv);
-    const auto c = optimize<tf::cpu>(w0, xv);
+    const auto e = optimize_on<E>(w0, xv);
+    const auto c = optimize_on<tf::cpu>(w0, xv);
     REQUIRE(e.size() == c.size());
     for (std::size_t i = 0; i < e.size(); ++i) {
         INFO("value " << i);

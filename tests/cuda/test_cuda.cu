@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support.hpp"
+#include "../device_support.hpp"
 
 #include <typeflow/typeflow.hpp>
 
@@ -412,27 +413,6 @@ TEST_CASE("cuda out of device memory is a tf::error naming the node and the byte
     CHECK(ok[0] == 6.0f);
 }
 
-namespace {
-template <class D>
-std::vector<float> optimize_on(const tf::tensor<float>& w0, const tf::tensor<float>& xv) {
-    std::vector<float> out;
-    const auto run = [&](auto make_opt) {
-        tf::placeholder<"x", float, tf::shape<4, 3>, D> x;
-        tf::variable<"w", float, tf::shape<3, 2>, D> w;
-        w.load(w0.view());
-        auto loss = tf::sum(tf::tanh(tf::matmul(x, w)) * tf::matmul(x, w));
-        auto step = make_opt().minimize(loss);
-        tf::session s;
-        for (int i = 0; i < 4; ++i) s.run(step, tf::feed(x, xv));
-        for (float v : w.value().to_vector()) out.push_back(v);
-    };
-    run([] { return tf::train::adam(0.05f); });
-    run([] { return tf::train::rmsprop(0.05f); });
-    run([] { return tf::train::adagrad(0.1f); });
-    run([] { return tf::train::momentum(0.1f, {.momentum = 0.9, .nesterov = true}); });
-    return out;
-}
-}  // namespace
 
 TEST_CASE("cuda optimizers with slots update as on the cpu", "[cuda]") {
     rng_t r(18);

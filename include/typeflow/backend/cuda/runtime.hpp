@@ -206,27 +206,24 @@ void zero(void* p, std::size_t bytes) {
     launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemsetAsync(p, 0, bytes, c.stream), "gpu:" + std::to_string(N), "cudaMemsetAsync");
 }
+// One counted copy of `bytes` on GPU N's stream.
+template <int N>
+void copy_on_stream(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, const char* call) {
+    launch_count().fetch_add(1, std::memory_order_relaxed);
+    check(cudaMemcpyAsync(dst, src, bytes, kind, context<N>().stream), "gpu:" + std::to_string(N), call);
+}
 template <int N>
 void upload(void* dst, const void* src, std::size_t bytes) {
-    device_context& c = context<N>();
-    launch_count().fetch_add(1, std::memory_order_relaxed);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "gpu:" + std::to_string(N),
-          "cudaMemcpyAsync (host to device)");
+    copy_on_stream<N>(dst, src, bytes, cudaMemcpyHostToDevice, "cudaMemcpyAsync (host to device)");
 }
 template <int N>
 void download(void* dst, const void* src, std::size_t bytes) {
-    device_context& c = context<N>();
-    launch_count().fetch_add(1, std::memory_order_relaxed);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "gpu:" + std::to_string(N),
-          "cudaMemcpyAsync (device to host)");
+    copy_on_stream<N>(dst, src, bytes, cudaMemcpyDeviceToHost, "cudaMemcpyAsync (device to host)");
     finish<N>();
 }
 template <int N>
 void copy(void* dst, const void* src, std::size_t bytes) {
-    device_context& c = context<N>();
-    launch_count().fetch_add(1, std::memory_order_relaxed);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream), "gpu:" + std::to_string(N),
-          "cudaMemcpyAsync (device to device)");
+    copy_on_stream<N>(dst, src, bytes, cudaMemcpyDeviceToDevice, "cudaMemcpyAsync (device to device)");
 }
 }  // namespace detail
 
