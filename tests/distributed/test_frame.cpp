@@ -3,6 +3,8 @@
 #include <typeflow/distributed/handshake.hpp>
 
 #include <catch2/catch.hpp>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <cstring>
 
