@@ -114,13 +114,18 @@ template <class N>
 struct is_locked_update<N> : is_locked_update_op<typename N::op> {};
 
 /// The positions in Nodes of a node's children, as an index_sequence (a type:
-/// no entity with a mangled name is made per node).
-template <class Nodes, class N, class L = typename N::children_list>
-struct child_indices;
-template <class Nodes, class N, class... C>
-struct child_indices<Nodes, N, meta::list<C...>> {
-    using type = std::index_sequence<meta::index_of<Nodes, C>::value...>;
+/// no entity with a mangled name is made per node). An alias through a class
+/// per children list: a class per (Nodes, node) would spell the whole node
+/// list in the debug information once per node.
+template <class L>
+struct children_positions;
+template <class... C>
+struct children_positions<meta::list<C...>> {
+    template <class Nodes>
+    using in = std::index_sequence<meta::index_of<Nodes, C>::value...>;
 };
+template <class Nodes, class N>
+using child_indices_t = typename children_positions<typename N::children_list>::template in<Nodes>;
 // Appends the edges of parent p (children at positions I...), keyed on the positions alone.
 template <std::size_t... I>
 constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t control, unsigned extents_only,
@@ -151,7 +156,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
         std::array<edge, edge_count> e{};
         std::size_t k = 0, p = 0;
         (put_edges(e.data(), k, p++, Ts::control_inputs, Ts::extents_only_inputs,
-                   typename child_indices<nodes, Ts>::type{}),
+                   child_indices_t<nodes, Ts>{}),
          ...);
         return e;
     }();
