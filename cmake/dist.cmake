@@ -42,9 +42,16 @@ target_compile_options(typeflow_dist_catch_main PRIVATE ${TYPEFLOW_CATCH_MAIN_OP
 # takes minutes off CI's builds, the sanitizer builds included. The examples
 # and benchmarks stay header-only, as users build them; the self-containment
 # checks (dist_header_check) cover the headers in both modes.
-add_library(typeflow_dist_test_impl OBJECT ${_td}/impl.cpp)
-target_link_libraries(typeflow_dist_test_impl PUBLIC typeflow_dist typeflow_io)
-target_compile_definitions(typeflow_dist_test_impl PUBLIC TYPEFLOW_SEPARATE_COMPILATION)
+# TYPEFLOW_UNIT_TESTS_SEPARATE=OFF builds them header-only.
+option(TYPEFLOW_UNIT_TESTS_SEPARATE "Compile the library's plain code once for the unit and distributed tests" ON)
+if(TYPEFLOW_UNIT_TESTS_SEPARATE)
+  add_library(typeflow_dist_test_impl OBJECT ${_td}/impl.cpp)
+  target_link_libraries(typeflow_dist_test_impl PUBLIC typeflow_dist typeflow_io)
+  target_compile_definitions(typeflow_dist_test_impl PUBLIC TYPEFLOW_SEPARATE_COMPILATION)
+else()
+  add_library(typeflow_dist_test_impl INTERFACE)
+  target_link_libraries(typeflow_dist_test_impl INTERFACE typeflow_dist typeflow_io)
+endif()
 
 # Single-process unit tests (Catch2).
 # (test_transport also checks the collectives' reduction loops, which live in

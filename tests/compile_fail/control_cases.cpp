@@ -4,9 +4,9 @@
 // error line names the problem and both shapes or dtypes (control_cases.cmake
 // beside this file). Without a define, everything here compiles: the
 // positive control.
+#include <typeflow/models.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <cstdint>
 
-#include <typeflow/models.hpp>
 #include <typeflow/typeflow.hpp>
 
 namespace tf = typeflow;

@@ -4,6 +4,7 @@
 // line must name the op and the shapes, dtypes or devices
 // (gather_cases.cmake beside this file). Without a define, everything here
 // compiles: that is the positive control.
+#include <typeflow/models.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <typeflow/layers/embedding.hpp>
 #include <typeflow/models/functional.hpp>
 #include <typeflow/typeflow.hpp>

@@ -1,6 +1,7 @@
 // Compile-fail cases of the queues (data/queue.hpp): each TF_FAIL_<name>
 // block is one misuse that must not compile (queue_cases.cmake beside this
 // file). Without a define, everything here compiles: the positive control.
+#include <typeflow/typeflow.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <cstdint>
 
 #include <typeflow/data/queue.hpp>

@@ -2,10 +2,10 @@
 // TF_FAIL_<name> block is one misuse that must not compile; the first error
 // line says what is wrong (queue_op_cases.cmake beside this file). Without a
 // define, everything here compiles: the positive control.
+#include <typeflow/typeflow.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <cstdint>
 
 #include <typeflow/data.hpp>
-#include <typeflow/typeflow.hpp>
 
 namespace tf = typeflow;
 
