@@ -289,10 +289,13 @@ TYPEFLOW_DIST_DECL cluster_spec cluster_spec::parse(std::string_view json, std::
         throw error(origin + ": JSON nested more than " + std::to_string(typeflow::detail::max_json_depth) +
                     " levels deep (a cluster spec needs 3)");
     rapidjson::Document doc;
-    // Integers parse exactly in RapidJSON's default mode; its full-precision
-    // mode has undefined behaviour on a zero with an exponent ("0e50",
-    // Tencent/rapidjson#1249, fixed after the 1.1.0 that Debian ships).
-    doc.Parse(json.data(), json.size());
+    // Integers parse exactly without flags; the full-precision mode has
+    // undefined behaviour on a zero with an exponent ("0e50",
+    // Tencent/rapidjson#1249, fixed after the 1.1.0 that Debian ships). The
+    // flags are spelled out: Cereal's JSON archive redefines RapidJSON's
+    // default flags (full precision, NaN and Infinity) in any translation
+    // unit that includes it first.
+    doc.Parse<rapidjson::kParseNoFlags>(json.data(), json.size());
     if (doc.HasParseError()) {
         std::size_t off = doc.GetErrorOffset(), line = 1, col = 1;
         for (std::size_t i = 0; i < off && i < json.size(); ++i) {
