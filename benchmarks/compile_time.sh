@@ -296,6 +296,7 @@ awk -v c="${PEAK[cnn_example]}" -v m="${PEAK[mlp_train_typeflow]}" \
 # The same two programs built with separate compilation (section 1c): the
 # CNN links the object of typeflow/models/src.hpp (runtime, io, callbacks),
 # the MLP that of typeflow/src.hpp; each object compiled once, shown on its own.
+#   compile_typeflow_src seconds=<s> peak_mb=<MB>
 #   compile_models_src seconds=<s> peak_mb=<MB>
 #   compile_cnn_sep typeflow=<s> mlp_train=<s> ratio=<cnn/mlp_train>
 printf '#include <typeflow/src.hpp>\n' >"$work/typeflow_src.cpp"
@@ -307,6 +308,7 @@ XARGS[models_src]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB -c"
 measure typeflow_src models_src
 cp "$work/typeflow_src.bin" "$work/typeflow_src.o"
 cp "$work/models_src.bin" "$work/models_src.o"
+echo "compile_typeflow_src seconds=${CPU[typeflow_src]} peak_mb=${PEAK[typeflow_src]}"
 echo "compile_models_src seconds=${CPU[models_src]} peak_mb=${PEAK[models_src]}"
 SRC[cnn_sep]="$root/examples/fashion_mnist_cnn.cpp"
 XARGS[cnn_sep]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB $work/models_src.o -lz"

@@ -12,6 +12,7 @@
 #include <typeflow/data/element.hpp>
 #include <typeflow/data/file.hpp>
 #include <typeflow/data/from_tensors.hpp>
+#include <typeflow/data/instances.hpp>
 #include <typeflow/data/idx.hpp>
 #include <typeflow/data/map.hpp>
 #include <typeflow/data/mnist.hpp>

@@ -120,6 +120,8 @@ public:
     }
     const void* identity() const noexcept { return st_.get(); }
     detail::variable_state<T>& state() const noexcept { return *st_; }
+    /// The storage that copies of this variable share (io::saver keeps it alive).
+    const std::shared_ptr<detail::variable_state<T>>& storage() const noexcept { return st_; }
 
 private:
     std::shared_ptr<detail::variable_state<T>> st_;

@@ -44,14 +44,6 @@ struct checkpoint_entry {
     std::string path;
 };
 
-namespace detail {
-// Deletes a T held as void* (a saver's copy of a variable).
-template <class T>
-void delete_as(void* p) noexcept {
-    delete static_cast<T*>(p);
-}
-}  // namespace detail
-
 /// True when the checkpoint at `path` (a file, or a sharded checkpoint's
 /// index) is complete: its table of contents reads, its end marker is there,
 /// and, for an index, every shard is complete.
@@ -151,7 +143,7 @@ private:
         typeflow::dtype dt = typeflow::dtype::float32;
         dims pattern{};
         const void* identity = nullptr;
-        std::shared_ptr<void> keep;  // a copy of the variable (shares its storage); null for a plain tensor
+        std::shared_ptr<void> keep;  // the variable's storage; null for a plain tensor
         void* target = nullptr;
         bool rebind = false;  // a plain tensor: a restore gives it a new tensor of the stored extents
     };
@@ -160,10 +152,15 @@ private:
 
     template <class V>
     void add_variable(const V& v) {
-        auto* copy = new V(v);  // a copy shares the variable's storage
-        std::shared_ptr<void> keep(static_cast<void*>(copy), &detail::delete_as<V>);
-        insert(std::string(V::name()),
-               entry{dtype_of<value_type_t<V>>, shape_t<V>::value, v.identity(), std::move(keep), &copy->value(), false});
+        add_storage(V::name(), shape_t<V>::value, v.storage());
+    }
+    // A variable's entry: one function per dtype, not per variable.
+    template <class T>
+    TYPEFLOW_NOINLINE void add_storage(std::string_view name, const dims& pattern,
+                                       const std::shared_ptr<typeflow::detail::variable_state<T>>& st) {
+        st->mirror.pull(st->value.data());  // the host value is the one saved and restored
+        st->mirror.device_stale = true;
+        insert(std::string(name), entry{dtype_of<T>, pattern, st.get(), st, &st->value, false});
     }
 
     template <class E>

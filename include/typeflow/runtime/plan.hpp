@@ -401,7 +401,8 @@ const void* leaf_identity(const void* obj) {
 enum mirror_use : int { mirror_read = 0, mirror_write = 1, mirror_next = 2, mirror_commit = 3 };
 // A variable's copy in the memory space m: allocated and uploaded when the
 // host's value is newer.
-inline void* mirror_in(typeflow::detail::device_mirror& mr, void* host, std::size_t bytes, const memory_space* m, int use) {
+// (Out of line: every variable's variable_mirror calls it.)
+TYPEFLOW_NOINLINE inline void* mirror_in(typeflow::detail::device_mirror& mr, void* host, std::size_t bytes, const memory_space* m, int use) {
     if (use == mirror_next) {
         if (!mr.next) mr.next = m->allocate(bytes ? bytes : 1);
         return mr.next;

@@ -79,32 +79,55 @@ struct dense_rule<update_rule::rmsprop> {
 };
 }  // namespace backend::eigen::detail
 
+namespace backend::eigen::detail {
+/// Threads split the elements in blocks of this many (so every split gives
+/// each element the same vectorised code, and the same bits).
+inline constexpr index_t apply_block = 64;
+/// Blocks a thread updates at least.
+inline constexpr index_t apply_grain = (index_t{1} << 15) / apply_block;
+
+/// Rule's update of the count elements of var (into out) and of its slots s
+/// (into so), hyperparameters h, gradient g, split over par's threads.
+template <class Rule, class T>
+void apply_dense_run(const parallel_ctx& par, const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g,
+                     index_t count) {
+    const auto part = [&](std::size_t, index_t b0, index_t b1) {
+        const index_t b = b0 * apply_block, e = std::min(count, b1 * apply_block);
+        const T* sb[Rule::slots + 1] = {};
+        T* sob[Rule::slots + 1] = {};
+        for (std::size_t q = 0; q < Rule::slots; ++q) sb[q] = s[q] + b, sob[q] = so[q] + b;
+        dense_rule<Rule>::run(var + b, out + b, sb, sob, h, g + b, e - b);
+    };
+    const index_t blocks = (count + apply_block - 1) / apply_block;
+    if (par.threads > 1 && blocks >= 2 * apply_grain) par.for_range(blocks, apply_grain, part);
+    else part(0, 0, blocks);
+}
+
+// The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
+// typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
+#define TYPEFLOW_APPLY_INSTANCE(KW, R, T) \
+    KW void apply_dense_run<R, T>(const parallel_ctx&, const T*, T*, const T* const*, T* const*, const T*, const T*, index_t);
+#define TYPEFLOW_APPLY_INSTANCES(KW, T)                                                                        \
+    TYPEFLOW_APPLY_INSTANCE(KW, update_rule::sgd, T) TYPEFLOW_APPLY_INSTANCE(KW, update_rule::momentum, T)     \
+    TYPEFLOW_APPLY_INSTANCE(KW, update_rule::adagrad, T) TYPEFLOW_APPLY_INSTANCE(KW, update_rule::adam, T)     \
+    TYPEFLOW_APPLY_INSTANCE(KW, update_rule::rmsprop, T)
+#if defined(TYPEFLOW_SEPARATE_COMPILATION)
+TYPEFLOW_APPLY_INSTANCES(extern template, float)
+TYPEFLOW_APPLY_INSTANCES(extern template, double)
+#endif
+}  // namespace backend::eigen::detail
+
 template <class Rule>
 struct kernel<cpu, op::apply_dense<Rule>> {
     using Op = op::apply_dense<Rule>;
-    /// Threads split the elements in blocks of this many (so every split
-    /// gives each element the same vectorised code, and the same bits).
-    static constexpr index_t block = 64;
-    /// Blocks a thread updates at least.
-    static constexpr index_t grain = (index_t{1} << 15) / block;
 
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
-        const T* var = ctx.input(n.template child<Op::var_at>());
-        const T* g = ctx.input(n.template child<Op::grad_at>());
-        const index_t count = ctx.dims_of(n.template child<Op::var_at>()).numel();
         const typeflow::detail::apply_operands<Rule, T> a(n, ctx);
-        const auto part = [&](std::size_t, index_t b0, index_t b1) {
-            const index_t b = b0 * block, e = std::min(count, b1 * block);
-            const T* sb[Rule::slots + 1] = {};
-            T* sob[Rule::slots + 1] = {};
-            for (std::size_t q = 0; q < Rule::slots; ++q) sb[q] = a.s[q] + b, sob[q] = a.so[q] + b;
-            backend::eigen::detail::dense_rule<Rule>::run(var + b, out + b, sb, sob, a.h, g + b, e - b);
-        };
-        const index_t blocks = (count + block - 1) / block;
-        if (ctx.par.threads > 1 && blocks >= 2 * grain) ctx.par.for_range(blocks, grain, part);
-        else part(0, 0, blocks);
+        backend::eigen::detail::apply_dense_run<Rule>(ctx.par, ctx.input(n.template child<Op::var_at>()), out, a.s, a.so, a.h,
+                                                      ctx.input(n.template child<Op::grad_at>()),
+                                                      ctx.dims_of(n.template child<Op::var_at>()).numel());
     }
 };
 

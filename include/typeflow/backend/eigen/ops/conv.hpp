@@ -218,6 +218,16 @@ void conv2d_filter_grad(const parallel_ctx& par, const conv_geometry& g, const T
     if (conv_direct(g) && g.co > 0 && g.n * g.oh * g.ow > 0) return conv2d_filter_grad_direct(par, g, x, dy, dw, work);
     conv2d_filter_grad_im2col(par, g, x, dy, dw, work);
 }
+// The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
+// typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
+#define TYPEFLOW_CONV_INSTANCES(KW, T)                                                                                \
+    KW void conv2d_forward<T>(const parallel_ctx&, const conv_geometry&, const T*, const T*, T*, void*);            \
+    KW void conv2d_input_grad<T>(const parallel_ctx&, const conv_geometry&, const T*, const T*, T*, void*);         \
+    KW void conv2d_filter_grad<T>(const parallel_ctx&, const conv_geometry&, const T*, const T*, T*, void*);
+#if defined(TYPEFLOW_SEPARATE_COMPILATION)
+TYPEFLOW_CONV_INSTANCES(extern template, float)
+TYPEFLOW_CONV_INSTANCES(extern template, double)
+#endif
 inline std::size_t conv_forward_bytes(const conv_geometry& g, int threads) {
     if (conv_direct(g)) return std::max(conv_direct_forward_bytes<float>(g, threads), conv_direct_forward_bytes<double>(g, threads));
     return conv_col_bytes(g);

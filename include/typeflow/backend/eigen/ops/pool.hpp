@@ -462,6 +462,21 @@ void max_pool_grad_grad(const parallel_ctx& par, const pool_geometry& g, const T
                   [&](std::size_t, index_t b, index_t e) { max_pool_grad_grad_rows<O>(g, x, gx, y, b, e); });
 }
 
+// The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
+// typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
+#define TYPEFLOW_POOL_INSTANCES(KW, T)                                                                          \
+    KW void pool_forward<true, T>(const parallel_ctx&, const pool_geometry&, const T*, T*);                   \
+    KW void pool_forward<false, T>(const parallel_ctx&, const pool_geometry&, const T*, T*);                  \
+    KW void max_pool_grad<T, T>(const parallel_ctx&, const pool_geometry&, const T*, const T*, T*);           \
+    KW void max_pool_grad<index_t, T>(const parallel_ctx&, const pool_geometry&, const T*, const T*, T*);     \
+    KW void avg_pool_grad<T>(const parallel_ctx&, const pool_geometry&, const T*, T*);                        \
+    KW void max_pool_grad_grad<T, T>(const parallel_ctx&, const pool_geometry&, const T*, const T*, T*);      \
+    KW void max_pool_grad_grad<index_t, T>(const parallel_ctx&, const pool_geometry&, const T*, const T*, T*);
+#if defined(TYPEFLOW_SEPARATE_COMPILATION)
+TYPEFLOW_POOL_INSTANCES(extern template, float)
+TYPEFLOW_POOL_INSTANCES(extern template, double)
+#endif
+
 }  // namespace typeflow::backend::eigen::detail
 
 namespace typeflow {
