@@ -12,8 +12,8 @@
 #include <typeflow/data/element.hpp>
 #include <typeflow/data/file.hpp>
 #include <typeflow/data/from_tensors.hpp>
-#include <typeflow/data/instances.hpp>
 #include <typeflow/data/idx.hpp>
+#include <typeflow/data/instances.hpp>
 #include <typeflow/data/map.hpp>
 #include <typeflow/data/mnist.hpp>
 #include <typeflow/data/prefetch.hpp>

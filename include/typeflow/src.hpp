@@ -13,8 +13,8 @@
 #include <typeflow/typeflow.hpp>
 
 #include <typeflow/backend/eigen/impl/kernels.ipp>
-#include <typeflow/data/impl/instances.ipp>
 #include <typeflow/core/impl/shape.ipp>
+#include <typeflow/data/impl/instances.ipp>
 #include <typeflow/kernel/impl/region.ipp>
 #include <typeflow/runtime/impl/checks.ipp>
 #include <typeflow/runtime/impl/memory_plan.ipp>

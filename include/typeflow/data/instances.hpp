@@ -5,6 +5,7 @@
 // compile where they are used, as in a header-only build.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include <typeflow/core/tensor.hpp>
 #include <typeflow/data/batch.hpp>
@@ -19,24 +20,24 @@
 
 // KW is `extern template` (declarations) or `template` (definitions); the
 // element's components are the remaining arguments.
-#define TYPEFLOW_DATA_STAGE_INSTANCES(KW, ...)                                          \
-    KW class typeflow::data::detail::slices_stage<__VA_ARGS__>;                         \
-    KW class typeflow::data::detail::cache_stage<typeflow::data::element<__VA_ARGS__>>;      \
-    KW class typeflow::data::detail::shuffle_stage<typeflow::data::element<__VA_ARGS__>>;    \
-    KW class typeflow::data::detail::batch_stage<typeflow::data::element<__VA_ARGS__>>;      \
-    KW class typeflow::data::detail::prefetch_stage<typeflow::data::element<__VA_ARGS__>>;   \
-    KW class typeflow::data::detail::repeat_stage<typeflow::data::element<__VA_ARGS__>>;     \
-    KW class typeflow::data::detail::take_stage<typeflow::data::element<__VA_ARGS__>>;       \
-    KW class typeflow::data::detail::skip_stage<typeflow::data::element<__VA_ARGS__>>;       \
-    KW class typeflow::data::detail::shard_stage<typeflow::data::element<__VA_ARGS__>>;      \
+#define TYPEFLOW_DATA_STAGE_INSTANCES(KW, ...)                                                                 \
+    KW class typeflow::data::detail::slices_stage<__VA_ARGS__>;                                                \
+    KW class typeflow::data::detail::cache_stage<typeflow::data::element<__VA_ARGS__>>;                        \
+    KW class typeflow::data::detail::shuffle_stage<typeflow::data::element<__VA_ARGS__>>;                      \
+    KW class typeflow::data::detail::batch_stage<typeflow::data::element<__VA_ARGS__>>;                        \
+    KW class typeflow::data::detail::prefetch_stage<typeflow::data::element<__VA_ARGS__>>;                     \
+    KW class typeflow::data::detail::repeat_stage<typeflow::data::element<__VA_ARGS__>>;                       \
+    KW class typeflow::data::detail::take_stage<typeflow::data::element<__VA_ARGS__>>;                         \
+    KW class typeflow::data::detail::skip_stage<typeflow::data::element<__VA_ARGS__>>;                         \
+    KW class typeflow::data::detail::shard_stage<typeflow::data::element<__VA_ARGS__>>;                        \
     KW class typeflow::data::dataset<__VA_ARGS__>;
-#define TYPEFLOW_DATA_INSTANCES(KW)                                                                     \
-    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, std::int32_t)                                              \
-    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, float)                                                     \
-    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float)                                                            \
-    KW typeflow::data::mnist_split<float> typeflow::data::load_mnist_split<float>(                      \
-        const std::string&, const std::string&, const typeflow::data::mnist_options&);                  \
-    KW typeflow::data::mnist_data<float> typeflow::data::load_mnist<float>(const std::string&,           \
+#define TYPEFLOW_DATA_INSTANCES(KW)                                                                            \
+    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, std::int32_t)                                                     \
+    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, float)                                                            \
+    TYPEFLOW_DATA_STAGE_INSTANCES(KW, float)                                                                   \
+    KW typeflow::data::mnist_split<float> typeflow::data::load_mnist_split<float>(                             \
+        const std::string&, const std::string&, const typeflow::data::mnist_options&);                         \
+    KW typeflow::data::mnist_data<float> typeflow::data::load_mnist<float>(const std::string&,                 \
                                                                         const typeflow::data::mnist_options&);
 
 #if defined(TYPEFLOW_SEPARATE_COMPILATION)

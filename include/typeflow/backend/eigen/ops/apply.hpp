@@ -77,9 +77,7 @@ struct dense_rule<update_rule::rmsprop> {
         apply_out<T>(out, n) = apply_in<T>(var, n) - MOM;
     }
 };
-}  // namespace backend::eigen::detail
 
-namespace backend::eigen::detail {
 /// Threads split the elements in blocks of this many (so every split gives
 /// each element the same vectorised code, and the same bits).
 inline constexpr index_t apply_block = 64;
