@@ -86,7 +86,11 @@ inline void pool_channel_blocks(index_t c, F&& f) {
     if (c0 < c) f(std::integral_constant<index_t, 0>{}, c0, c - c0);
 }
 
-#if defined(__GNUC__)  // GCC and Clang: a channel block as registers of the compilers' vector extensions
+// GCC and Clang: a channel block as registers of the compilers' vector
+// extensions. Not under nvcc, whose host code generation stops with an
+// internal error ("unsupported aggregate constant") on these vectors'
+// constants; there the scalar loops run.
+#if defined(__GNUC__) && !defined(__CUDACC__)
 #define TYPEFLOW_POOL_VECTORS 1
 /// A block of pool_lanes<T> channels as Q SIMD vectors V, with lane masks M.
 /// Vectors are passed by reference only (by value, their calling convention
