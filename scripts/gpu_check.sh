@@ -5,8 +5,8 @@
 #      gpu<0> against the cpu and finite differences; bad input), then the
 #      GPU example (Fashion-MNIST MLP);
 #   2. bench_gpu: fused chain vs device copy and a hand-written kernel, GEMM
-#      vs cuBLAS, the MLP training step;
-#   3. the PyTorch peer of the MLP step (benchmarks/gpu/torch_mlp_step.py);
+#      vs cuBLAS, the MLP training step, the lectures' CNN training step;
+#   3. the PyTorch peers of the MLP and CNN steps (benchmarks/gpu/torch_mlp_step.py);
 #   4. compute-sanitizer memcheck and racecheck over the GPU tests.
 # Usage: scripts/gpu_check.sh [BIN_DIR] [LOG_DIR]
 #   BIN_DIR holds typeflow_cuda_tests and bench_gpu (built with
@@ -62,6 +62,9 @@ note "bench rc=$rc"
 timeout "${GPU_CHECK_TORCH_SECONDS:-200}" python3 benchmarks/gpu/torch_mlp_step.py \
     --variants "${GPU_CHECK_TORCH_VARIANTS:-eager,compile,compile_ro}" --batches 256,4096 > "$LOG/torch.log" 2>&1
 rc=$?
+timeout "${GPU_CHECK_TORCH_SECONDS:-200}" python3 benchmarks/gpu/torch_mlp_step.py --model cnn \
+    --variants "${GPU_CHECK_TORCH_VARIANTS:-eager,compile,compile_ro}" >> "$LOG/torch.log" 2>&1
+rc=$((rc | $?))
 cat "$LOG/torch.log"
 note "torch rc=$rc"
 
@@ -81,4 +84,4 @@ fi
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"
-grep -hE '^(copy|fused_chain_gpu|gemm_gpu|mlp_step_gpu|torch_mlp_step)' "$LOG/bench.log" "$LOG/torch.log" 2>/dev/null
+grep -hE '^(copy|fused_chain_gpu|gemm_gpu|mlp_step_gpu|cnn_step_gpu|torch_mlp_step|torch_cnn_step)' "$LOG/bench.log" "$LOG/torch.log" 2>/dev/null

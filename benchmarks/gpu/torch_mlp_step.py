@@ -1,8 +1,11 @@
-"""PyTorch peer benchmark: one training step of an MLP 784-256-128-10 on a GPU.
+"""PyTorch peer benchmark: one training step of an MLP 784-256-128-10 (or of the lectures' CNN) on a GPU.
 
 Measures a full SGD training step (zero_grad(set_to_none=True), forward
 Linear+ReLU, Linear+ReLU, Linear, mean softmax cross-entropy, backward,
-torch.optim.SGD lr=0.01 step) in true float32 (TF32 off) for three variants:
+torch.optim.SGD lr=0.01 step) in true float32 (TF32 off); with --model cnn,
+the lectures' CNN in NHWC (channels_last): Conv2d(1, 32, 3)+ReLU,
+MaxPool2d(2), Flatten, Linear(5408, 64)+ReLU, Linear(64, 10), mean softmax
+cross-entropy, torch.optim.Adam lr=1e-3 (bench_gpu's cnn_step_gpu). Three variants:
   eager       plain PyTorch
   compile     torch.compile(step_fn), default mode
   compile_ro  torch.compile(step_fn, mode="reduce-overhead") (CUDA graphs)
@@ -12,9 +15,10 @@ the median per-step time in microseconds is reported. "launches" is the number
 of CUDA-side profiler events (kernels, memcpy, memset) per step over 10
 profiled steps (for compile_ro that counts the kernels replayed by the graph).
 
-    python3 benchmarks/gpu/torch_mlp_step.py [--batches 256,4096] [--variants eager,compile,compile_ro]
+    python3 benchmarks/gpu/torch_mlp_step.py [--model mlp|cnn] [--batches 256,4096] [--variants eager,compile,compile_ro]
 
 Prints per (variant, batch) `torch_mlp_step variant=<v> batch=<B> us=<median> launches=<n>`
+(`torch_cnn_step ...` with --model cnn)
 (or `... error=<msg>`); exits 0 with a "skipped" line when there is no CUDA device.
 """
 import argparse
@@ -24,13 +28,20 @@ import sys
 N_STEPS, REPEATS, N_BATCHES, PROF_STEPS = 200, 5, 4, 10
 
 
-def build(torch, variant, batch):
+def build(torch, variant, batch, kind="mlp"):
     torch.manual_seed(0)
     nn = torch.nn
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                          nn.Linear(128, 10)).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    xs = [torch.randn(batch, 784, device="cuda") for _ in range(N_BATCHES)]
+    if kind == "cnn":
+        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(5408, 64),
+                              nn.ReLU(), nn.Linear(64, 10)).cuda().to(memory_format=torch.channels_last)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        xs = [torch.rand(batch, 1, 28, 28, device="cuda").to(memory_format=torch.channels_last)
+              for _ in range(N_BATCHES)]
+    else:
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                              nn.Linear(128, 10)).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        xs = [torch.randn(batch, 784, device="cuda") for _ in range(N_BATCHES)]
     ys = [torch.randint(0, 10, (batch,), device="cuda") for _ in range(N_BATCHES)]
 
     def step_fn(x, y):
@@ -90,29 +101,32 @@ def count_launches(torch, step):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default="256,4096")
+    ap.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    ap.add_argument("--batches", default=None, help="default: 256,4096 (mlp), 64 (cnn)")
     ap.add_argument("--variants", default="eager,compile,compile_ro")
     args = ap.parse_args()
+    name = f"torch_{args.model}_step"
+    batches = args.batches or ("64" if args.model == "cnn" else "256,4096")
     try:
         import torch
     except ImportError:
-        print("torch_mlp_step skipped: torch not installed", flush=True)
+        print(f"{name} skipped: torch not installed", flush=True)
         return 0
     if not torch.cuda.is_available():
-        print("torch_mlp_step skipped: no CUDA device", flush=True)
+        print(f"{name} skipped: no CUDA device", flush=True)
         return 0
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    print(f"torch_mlp_step torch={torch.__version__} cuda={torch.version.cuda} "
+    print(f"{name} torch={torch.__version__} cuda={torch.version.cuda} "
           f"device={torch.cuda.get_device_name().replace(' ', '_')} "
           f"matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32} "
           f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}", flush=True)
     for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
-        for batch in [int(b) for b in args.batches.split(",") if b.strip()]:
-            tag = f"torch_mlp_step variant={variant} batch={batch}"
+        for batch in [int(b) for b in batches.split(",") if b.strip()]:
+            tag = f"{name} variant={variant} batch={batch}"
             try:
                 torch._dynamo.reset()
-                step = build(torch, variant, batch)
+                step = build(torch, variant, batch, args.model)
                 for _ in range(20 if variant == "eager" else 30):
                     step()
                 torch.cuda.synchronize()
