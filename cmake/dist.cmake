@@ -255,6 +255,8 @@ endif()
 file(GLOB _dist_public CONFIGURE_DEPENDS RELATIVE ${TYPEFLOW_DIST_DIR}/include
      ${TYPEFLOW_DIST_DIR}/include/typeflow/distributed/*.hpp ${TYPEFLOW_DIST_DIR}/include/typeflow/dist.hpp)
 list(REMOVE_ITEM _dist_public typeflow/distributed/src.hpp)
+# NCCL's collective needs nvcc and the CUDA toolkit: typeflow_cuda_self_contained checks it.
+list(REMOVE_ITEM _dist_public typeflow/distributed/nccl_collective.hpp)
 set(_hc_sources)
 foreach(_h ${_dist_public})
   string(MAKE_C_IDENTIFIER ${_h} _id)
