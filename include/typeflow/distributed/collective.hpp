@@ -1,7 +1,8 @@
 #pragma once
 // typeflow::dist::collective — the collective-communication interface.
 // Implementations: ring_collective (CPU buffers over the TCP transport);
-// an NCCL implementation for GPU buffers slots in beside it.
+// for GPU buffers nccl_collective (NCCL) and staged_collective (through a
+// host collective), chosen by device_collective (nccl_collective.hpp).
 
 #include <typeflow/distributed/reduce_op.hpp>
 
