@@ -9,13 +9,16 @@
 
 #include "support.hpp"
 #include "device_support.hpp"
+#include "io_support.hpp"
 
+#include <typeflow/models.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -258,4 +261,71 @@ TEST_CASE("device memory: optimizers with slots update on such a device as on th
     }
     CHECK(em().copies > 0);  // an update of a variable and its slots is written by copies
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(c[i] != w0[static_cast<tf::index_t>(i % 6)]);  // every optimizer moved w
+}
+
+namespace {
+namespace L = tf::layers;
+// A small CNN of the lectures' kind, its input (and so its variables and ops) on device D.
+template <class D>
+using small_cnn = tf::models::sequential<L::input_on<D, float, 8, 8, 1>, L::conv2d<4, 3, L::relu>, L::max_pool2d<2>, L::flatten,
+                                         L::dense<3>>;
+template <class M>
+std::vector<tf::tensor<float>> weights_of(const M& m) {
+    return {m.template layer<0>().kernel.value().clone(), m.template layer<0>().bias.value().clone(),
+            m.template layer<3>().kernel.value().clone(), m.template layer<3>().bias.value().clone()};
+}
+template <class M>
+void load_weights_into(const M& m, const std::vector<tf::tensor<float>>& w) {
+    // a variable's copies share its storage
+    auto k0 = m.template layer<0>().kernel;
+    auto b0 = m.template layer<0>().bias;
+    auto k3 = m.template layer<3>().kernel;
+    auto b3 = m.template layer<3>().bias;
+    k0.load(w[0].view()), b0.load(w[1].view()), k3.load(w[2].view()), b3.load(w[3].view());
+}
+}  // namespace
+
+TEST_CASE("device memory: a sequential model on such a device trains with fit and saves as on the cpu", "[device_memory][models]") {
+    using ce = tf::losses::sparse_categorical_crossentropy<tf::losses::from_logits>;
+    STATIC_REQUIRE(std::is_same_v<small_cnn<E>::device, E>);
+    STATIC_REQUIRE(std::is_same_v<tf::device_t<std::tuple_element_t<0, decltype(small_cnn<E>{}.outputs(tf::training))>>, E>);
+    // batches of 8x8 images: class k has a bright 2x2 block in quadrant k (of 3)
+    std::mt19937 r(5);
+    std::vector<std::pair<tf::tensor<float>, tf::tensor<std::int32_t>>> ds;
+    for (int b = 0; b < 4; ++b) {
+        tf::tensor<float> x(tf::dims{12, 8, 8, 1});
+        tf::tensor<std::int32_t> y(tf::dims{12});
+        for (int i = 0; i < 12; ++i) {
+            const int k = (i + b) % 3;
+            y[i] = k;
+            for (int p = 0; p < 64; ++p) x[i * 64 + p] = 0.2f * static_cast<float>(r() % 5) / 5.0f;
+            for (int a = 0; a < 2; ++a)
+                for (int c = 0; c < 2; ++c) x[i * 64 + (1 + 4 * (k % 2) + a) * 8 + 1 + 4 * (k / 2) + c] = 1.0f;
+        }
+        ds.emplace_back(std::move(x), std::move(y));
+    }
+    auto on_cpu = small_cnn<tf::cpu>{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.02}, tf::metrics::accuracy{});
+    auto on_dev = small_cnn<E>{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.02}, tf::metrics::accuracy{});
+    load_weights_into(on_dev.model(), weights_of(on_cpu.model()));
+    em() = {};
+    const auto hc = on_cpu.fit(ds, {.epochs = 6, .verbose = 0});
+    const auto hd = on_dev.fit(ds, {.epochs = 6, .verbose = 0});
+    CHECK(em().uploads > 0);  // the batches went to the device
+    for (std::size_t e = 0; e < 6; ++e) {
+        INFO("epoch " << e);
+        CHECK(std::abs(hd["loss"][e] - hc["loss"][e]) <= 1e-4 * std::max(1.0, std::abs(hc["loss"][e])));
+    }
+    CHECK(hd["loss"].back() < 0.5 * hd["loss"].front());  // it learns
+    const auto wc = weights_of(on_cpu.model()), wd = weights_of(on_dev.model());
+    for (std::size_t i = 0; i < wc.size(); ++i)
+        for (tf::index_t j = 0; j < wc[i].size(); ++j) REQUIRE(std::abs(wd[i][j] - wc[i][j]) <= 1e-3f * std::max(1.0f, std::abs(wc[i][j])));
+    CHECK(on_dev.evaluate(ds).at("accuracy") == on_cpu.evaluate(ds).at("accuracy"));
+    // weights saved from the device model load bit-exactly into a cpu model
+    iotest::temp_dir dir;
+    const auto path = dir / "weights.tfckpt";
+    on_dev.save_weights(path);
+    auto again = small_cnn<tf::cpu>{}.compile(ce{}, tf::optimizers::adam{}, tf::metrics::accuracy{});
+    again.load_weights(path);
+    const auto wa = weights_of(again.model());
+    for (std::size_t i = 0; i < wa.size(); ++i) CHECK(std::memcmp(wa[i].data(), wd[i].data(), wa[i].size() * sizeof(float)) == 0);
 }

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include <typeflow/core/device.hpp>
 #include <typeflow/core/fixed_string.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/ops/math.hpp>
@@ -83,13 +84,21 @@ struct softmax {
 };
 
 /// The input of a model: one example's extents, without the batch axis
-/// (Keras' Input(shape=(28, 28, 1))): input<float, 28, 28, 1>.
+/// (Keras' Input(shape=(28, 28, 1))): input<float, 28, 28, 1>, on the CPU.
 template <value_type_c T, index_t... D>
 struct input {
     using value_type = T;
+    using device = cpu;
     static constexpr dims example{D...};
     /// With the batch axis in front, which is bound by each batch (dyn).
     static constexpr dims batched{dyn, D...};
+};
+/// The same input on device Dev: a sequential model built on it keeps its
+/// variables there and runs its ops there (input_on<tf::gpu<0>, float, 28, 28, 1>);
+/// batches are still fed from host tensors.
+template <device_c Dev, value_type_c T, index_t... D>
+struct input_on : input<T, D...> {
+    using device = Dev;
 };
 
 namespace detail {

@@ -133,18 +133,20 @@ inline std::string keras_shape(const dims& d) {
 }  // namespace detail
 
 /// A stack of layers applied in order to one input (Keras' Sequential):
-/// sequential<layers::input<T, extents...>, layer specs...>. Copies share the
+/// sequential<layers::input<T, extents...>, layer specs...> (or
+/// layers::input_on<device, T, extents...> for a model on another device). Copies share the
 /// variables. Calling it on an expression [batch, extents...] gives the
 /// output expression in the mode given (tf::training or tf::inference).
 template <class Input, class... Specs>
 class sequential {
     static_assert(sizeof...(Specs) > 0, "typeflow: sequential: a model needs at least one layer");
-    using chain_t = detail::chain<typename Input::value_type, cpu, detail::names_of<Specs...>, Input::batched, 0, Input,
-                                  meta::list<>, Specs...>;
+    using chain_t = detail::chain<typename Input::value_type, typename Input::device, detail::names_of<Specs...>, Input::batched, 0,
+                                  Input, meta::list<>, Specs...>;
 
 public:
     using value_type = typename Input::value_type;
-    using device = cpu;
+    /// The device of the input, the variables and the ops (layers::input_on).
+    using device = typename Input::device;
     using input_type = Input;
     /// The bound layers, in order.
     using layers_type = typename detail::as_tuple<typename chain_t::type>::type;
