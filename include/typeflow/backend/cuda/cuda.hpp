@@ -1,8 +1,9 @@
 // typeflow/backend/cuda/cuda.hpp — the CUDA backend (devices `tf::gpu<N>`):
 // fused element-wise regions as generated kernels, matmul through cuBLAS,
-// reductions, softmax, one_hot, conv2d through cuDNN, pooling, transfers to
-// and from the host. Included by <typeflow/typeflow.hpp> when nvcc compiles
-// it (TYPEFLOW_NO_CUDA turns that off).
+// reductions, softmax, one_hot, conv2d through cuDNN, pooling, the fused
+// LSTM recurrence, transfers to and from the host. Included by
+// <typeflow/typeflow.hpp> when nvcc compiles it (TYPEFLOW_NO_CUDA turns that
+// off).
 #pragma once
 #include <typeflow/backend/cuda/fused.hpp>
 #include <typeflow/backend/cuda/ops/apply.hpp>
@@ -11,5 +12,6 @@
 #include <typeflow/backend/cuda/ops/nn.hpp>
 #include <typeflow/backend/cuda/ops/pool.hpp>
 #include <typeflow/backend/cuda/ops/reduce.hpp>
+#include <typeflow/backend/cuda/ops/rnn.hpp>
 #include <typeflow/backend/cuda/ops/transpose.hpp>
 #include <typeflow/backend/cuda/runtime.hpp>

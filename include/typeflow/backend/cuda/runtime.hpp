@@ -179,6 +179,44 @@ const T* ones(device_context& c, std::size_t n, std::string_view what) {
     return static_cast<const T*>(buf);
 }
 
+/// Device scratch memory a kernel node keeps across runs (in its state),
+/// grown when a run needs more; freed once the GPU's queued work is done.
+struct device_scratch {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    cudaStream_t stream = nullptr;
+
+    device_scratch() = default;
+    device_scratch(const device_scratch&) = delete;
+    device_scratch& operator=(const device_scratch&) = delete;
+    ~device_scratch() {
+        if (p) {
+            (void)cudaStreamSynchronize(stream);
+            (void)cudaFree(p);
+        }
+    }
+    /// At least `want` bytes on c's GPU; running out of memory is a tf::error
+    /// naming `what` (the op) and the bytes.
+    void* reserve(device_context& c, std::size_t want, std::string_view what) {
+        if (want <= bytes) return p;
+        if (p) {
+            check(cudaStreamSynchronize(c.stream), what, "cudaStreamSynchronize");
+            check(cudaFree(p), what, "cudaFree");
+            p = nullptr, bytes = 0;
+        }
+        stream = c.stream;
+        const cudaError_t st = cudaMalloc(&p, want);
+        if (st == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            p = nullptr;
+            typeflow::detail::raise(typeflow::detail::message() << what << ": out of GPU memory for " << want << " bytes of scratch");
+        }
+        check(st, what, "cudaMalloc");
+        bytes = want;
+        return p;
+    }
+};
+
 // ---- the memory space of gpu<N> ----
 namespace detail {
 template <int N>

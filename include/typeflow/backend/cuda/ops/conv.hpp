@@ -146,43 +146,17 @@ struct conv_state {
     bool ready = false;
     int algo = 0;
     std::size_t algo_bytes = 0;
-    void* scratch = nullptr;
-    std::size_t scratch_bytes = 0;
-    cudaStream_t stream = nullptr;
+    device_scratch scratch;
     conv_plan plan{};
 
     conv_state() = default;
     conv_state(const conv_state&) = delete;
     conv_state& operator=(const conv_state&) = delete;
     ~conv_state() {
-        if (scratch) {
-            (void)cudaStreamSynchronize(stream);
-            (void)cudaFree(scratch);
-        }
         if (x) (void)cudnnDestroyTensorDescriptor(x);
         if (y) (void)cudnnDestroyTensorDescriptor(y);
         if (f) (void)cudnnDestroyFilterDescriptor(f);
         if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
-    }
-    /// At least `bytes` of device scratch; an out-of-memory is a tf::error naming the node and the bytes.
-    void* reserve(device_context& c, std::size_t bytes, std::string_view what) {
-        if (bytes <= scratch_bytes) return scratch;
-        if (scratch) {
-            check(cudaStreamSynchronize(c.stream), what, "cudaStreamSynchronize");
-            check(cudaFree(scratch), what, "cudaFree");
-            scratch = nullptr, scratch_bytes = 0;
-        }
-        stream = c.stream;
-        const cudaError_t st = cudaMalloc(&scratch, bytes);
-        if (st == cudaErrorMemoryAllocation) {
-            (void)cudaGetLastError();
-            scratch = nullptr;
-            typeflow::detail::raise(typeflow::detail::message()
-                                    << what << ": out of GPU memory for " << bytes << " bytes of convolution scratch");
-        }
-        check(st, what, "cudaMalloc");
-        scratch_bytes = bytes;
-        return scratch;
     }
 };
 
@@ -270,7 +244,7 @@ template <class T>
 conv_scratch carve(conv_state& s, device_context& c, std::string_view what) {
     const std::size_t a = align_up(s.algo_bytes), b = align_up(static_cast<std::size_t>(s.plan.filter_elements()) * sizeof(T)),
                       d = align_up(static_cast<std::size_t>(s.plan.padded_elements()) * sizeof(T));
-    char* base = static_cast<char*>(s.reserve(c, a + b + d == 0 ? 256 : a + b + d, what));
+    char* base = static_cast<char*>(s.scratch.reserve(c, a + b + d == 0 ? 256 : a + b + d, what));
     return {base, base + a, base + a + b};
 }
 template <class T>
