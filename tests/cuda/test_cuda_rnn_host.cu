@@ -103,16 +103,18 @@ struct kernel<rnn_lowered, op::lstm_recurrent_grad> {
 namespace {
 constexpr tf::index_t units = 5;
 
-// h and c of the fused LSTM over z (masked by m), and the gradients of
-// sum(hc * w) with respect to z and the recurrent kernel u, on device D.
+// The fused LSTM's result over z (masked by m: h, c and the gates of every
+// step), and the gradients of sum(s * w) with respect to z and the recurrent
+// kernel u (the gate columns' weights have no effect: the op's gradient
+// reads the h and c columns), on device D.
 template <class D, class T>
 std::vector<tf::tensor<T>> lstm_on(const tf::tensor<T>& zv, const tf::tensor<T>& uv, const tf::tensor<T>& mv, const tf::tensor<T>& wv) {
     constexpr tf::index_t n = units;
     tf::placeholder<"z", T, tf::shape<tf::dyn, tf::dyn, 4 * n>, D> z;
     tf::placeholder<"m", T, tf::shape<tf::dyn, tf::dyn>, D> m;
-    tf::placeholder<"w", T, tf::shape<tf::dyn, tf::dyn, 2 * n>, D> w;
+    tf::placeholder<"w", T, tf::shape<tf::dyn, tf::dyn, 6 * n>, D> w;
     tf::placeholder<"u", T, tf::shape<n, 4 * n>, D> u;
-    const auto hc = tf::slice<0, 0, 0>(tf::detail::lstm_sequence(z, u, m), tf::sizes<-1, -1, 2 * n>);
+    const auto hc = tf::detail::lstm_sequence(z, u, m);
     const auto y = tf::sum(hc * w);
     tf::session s;
     auto [a, gz, gu] = s.run(tf::fetch(hc, tf::grad(y, z), tf::grad(y, u)), tf::feed(z, zv), tf::feed(u, uv), tf::feed(m, mv), tf::feed(w, wv));
@@ -127,13 +129,13 @@ void check_lstm(double rtol) {
             const tf::index_t batch = 3;
             const auto zv = uniform_tensor<T>(r, tf::dims{steps, batch, 4 * units}, 0, 0, -1.5, 1.5);
             const auto uv = uniform_tensor<T>(r, tf::dims{units, 4 * units}, 0, 0, -0.6, 0.6);
-            const auto wv = uniform_tensor<T>(r, tf::dims{steps, batch, 2 * units}, 0, 0, -1, 1);
+            const auto wv = uniform_tensor<T>(r, tf::dims{steps, batch, 6 * units}, 0, 0, -1, 1);
             tf::tensor<T> mv(tf::dims{steps, batch});
             for (tf::index_t i = 0; i < mv.size(); ++i) mv[i] = masked && (i % 4 == 1) ? T(0) : T(1);
             const auto got = lstm_on<D, T>(zv, uv, mv, wv);
             const auto want = lstm_on<tf::cpu, T>(zv, uv, mv, wv);
             const std::string what = "steps " + std::to_string(steps) + (masked ? " masked" : "");
-            expect_close(what + ": h and c", got[0], want[0], rtol);
+            expect_close(what + ": h, c and the gates", got[0], want[0], rtol);
             expect_close(what + ": d/dz", got[1], want[1], rtol);
             expect_close(what + ": d/du", got[2], want[2], rtol);
         }
