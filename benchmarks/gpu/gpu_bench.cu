@@ -209,6 +209,23 @@ int gemm_case(cublasHandle_t h, cudaStream_t st) {
     return 0;
 }
 
+// Times one training step `step()` (which returns its loss) of `name`: the
+// launches one step queues, the host time per step, and a check that the loss fell.
+template <class Step>
+int time_step(const char* name, long batch, Step&& step) {
+    const float first = step();
+    const unsigned long long l0 = tf::cuda::launch_count().load();
+    float last = step();
+    const unsigned long long per_step = tf::cuda::launch_count().load() - l0;
+    const double t = host_us([&] { last = step(); }, 50, 7, 10);
+    if (!(std::isfinite(last) && last < first)) {
+        std::printf("%s: loss did not fall (%g -> %g)\n", name, first, last);
+        return 1;
+    }
+    std::printf("%s batch=%ld typeflow=%.1f us launches=%llu loss %.4f -> %.4f\n", name, batch, t, per_step, first, last);
+    return 0;
+}
+
 template <long Batch>
 int mlp_step() {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 784>, G> x;
@@ -239,23 +256,10 @@ int mlp_step() {
     }
     tf::session s;
     int k = 0;
-    float first = 0, last = 0;
-    auto run = [&] {
-        last = std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[k & 3]), tf::feed(y, ys[k & 3])))[0];
+    return time_step("mlp_step_gpu", Batch, [&] {
         ++k;
-    };
-    run();
-    first = last;
-    const unsigned long long l0 = tf::cuda::launch_count().load();
-    run();
-    const unsigned long long per_step = tf::cuda::launch_count().load() - l0;
-    const double t = host_us(run, 50, 7, 10);
-    if (!(std::isfinite(last) && last < first)) {
-        std::printf("mlp_step_gpu: loss did not fall (%g -> %g)\n", first, last);
-        return 1;
-    }
-    std::printf("mlp_step_gpu batch=%ld typeflow=%.1f us launches=%llu loss %.4f -> %.4f\n", Batch, t, per_step, first, last);
-    return 0;
+        return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[k & 3]), tf::feed(y, ys[k & 3])))[0];
+    });
 }
 
 // The lectures' CNN: Conv2D(32, 3, relu) on [B, 28, 28, 1], MaxPooling2D(),
@@ -288,23 +292,10 @@ int cnn_step() {
     }
     tf::session s;
     int i = 0;
-    float first = 0, last = 0;
-    auto run = [&] {
-        last = std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[i & 3]), tf::feed(y, ys[i & 3])))[0];
+    return time_step("cnn_step_gpu", Batch, [&] {
         ++i;
-    };
-    run();
-    first = last;
-    const unsigned long long l0 = tf::cuda::launch_count().load();
-    run();
-    const unsigned long long per_step = tf::cuda::launch_count().load() - l0;
-    const double t = host_us(run, 50, 7, 10);
-    if (!(std::isfinite(last) && last < first)) {
-        std::printf("cnn_step_gpu: loss did not fall (%g -> %g)\n", first, last);
-        return 1;
-    }
-    std::printf("cnn_step_gpu batch=%ld typeflow=%.1f us launches=%llu loss %.4f -> %.4f\n", Batch, t, per_step, first, last);
-    return 0;
+        return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[i & 3]), tf::feed(y, ys[i & 3])))[0];
+    });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "../support.hpp"
 #include "compare.hpp"
+#include "graphs.hpp"
 
 #include <typeflow/typeflow.hpp>
 
@@ -52,21 +53,6 @@ void check_conv(std::uint32_t seed, tf::dims xd = XS::value) {
     expect_close(what.str() + ": forward", got[0], want[0], rt);
     expect_close(what.str() + ": backprop_input", got[1], want[1], rt);
     expect_close(what.str() + ": backprop_filter", got[2], want[2], rt);
-}
-
-template <class D, class T, class XS, tf::index_t KH, tf::index_t KW, tf::index_t SH, tf::index_t SW, tf::padding_mode P>
-std::vector<tf::tensor<T>> pools_on(const tf::tensor<T>& tx, const tf::tensor<T>& tdy, const tf::tensor<T>& tg) {
-    const auto st = tf::strides_tag<SH, SW>{};
-    const auto pad = tf::padding_tag<P>{};
-    tf::placeholder<"x", T, XS, D> x;
-    tf::placeholder<"g", T, XS, D> g;
-    tf::placeholder<"dy", T, tf::shape_t<decltype(tf::max_pool2d<KH, KW>(x, st, pad))>, D> dy;
-    tf::session s;
-    auto [a, b, c, d, e] = s.run(tf::fetch(tf::max_pool2d<KH, KW>(x, st, pad), tf::avg_pool2d<KH, KW>(x, st, pad),
-                                           tf::max_pool2d_grad<KH, KW>(x, dy, st, pad), tf::avg_pool2d_grad<KH, KW>(x, dy, st, pad),
-                                           tf::max_pool2d_grad_grad<KH, KW>(x, g, st, pad)),
-                                 tf::feed(x, tx), tf::feed(dy, tdy), tf::feed(g, tg));
-    return {a, b, c, d, e};
 }
 
 template <class T, class XS, tf::index_t KH, tf::index_t KW, tf::index_t SH, tf::index_t SW, tf::padding_mode P>

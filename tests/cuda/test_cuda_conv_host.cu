@@ -14,6 +14,8 @@
 #include <catch2/catch.hpp>
 
 #include "../support.hpp"
+#include "compare.hpp"
+#include "graphs.hpp"
 
 #include <typeflow/typeflow.hpp>
 
@@ -79,36 +81,6 @@ struct kernel<pooled, op::max_pool2d_grad_grad<KH, KW, SH, SW, P>>
 
 namespace {
 
-template <class T>
-void expect_same(const std::string& what, const tf::tensor<T>& got, const tf::tensor<T>& want, double rtol) {
-    INFO(what);
-    REQUIRE(extents(got.dims()) == extents(want.dims()));
-    for (tf::index_t i = 0; i < got.size(); ++i) {
-        const double a = static_cast<double>(got[i]), b = static_cast<double>(want[i]);
-        if (!(a == b || std::abs(a - b) <= rtol * std::max({std::abs(a), std::abs(b), 1.0}))) {
-            FAIL_CHECK(what << ": element " << i << ": got " << a << ", want " << b);
-            return;
-        }
-    }
-}
-
-// The five pooling ops of a KHxKW window, strides SHxSW and padding P on device D.
-template <class D, class T, class XS, tf::index_t KH, tf::index_t KW, tf::index_t SH, tf::index_t SW, tf::padding_mode P>
-std::vector<tf::tensor<T>> pools_on(const tf::tensor<T>& tx, const tf::tensor<T>& tdy, const tf::tensor<T>& tg) {
-    constexpr auto st = tf::strides<SH, SW>;
-    constexpr auto pad = tf::padding_tag<P>{};
-    tf::placeholder<"x", T, XS, D> x;
-    tf::placeholder<"g", T, XS, D> g;
-    using YS = tf::shape_t<decltype(tf::max_pool2d<KH, KW>(x, st, pad))>;
-    tf::placeholder<"dy", T, YS, D> dy;
-    tf::session s;
-    auto [a, b, c, d, e] = s.run(tf::fetch(tf::max_pool2d<KH, KW>(x, st, pad), tf::avg_pool2d<KH, KW>(x, st, pad),
-                                           tf::max_pool2d_grad<KH, KW>(x, dy, st, pad), tf::avg_pool2d_grad<KH, KW>(x, dy, st, pad),
-                                           tf::max_pool2d_grad_grad<KH, KW>(x, g, st, pad)),
-                                 tf::feed(x, tx), tf::feed(dy, tdy), tf::feed(g, tg));
-    return {a, b, c, d, e};
-}
-
 template <class T, class XS, tf::index_t KH, tf::index_t KW, tf::index_t SH, tf::index_t SW, tf::padding_mode P>
 void check_pools(std::uint32_t seed, bool ties) {
     const auto geo = tf::op::max_pool2d<KH, KW, SH, SW, P>::geometry(XS::value);
@@ -125,7 +97,7 @@ void check_pools(std::uint32_t seed, bool ties) {
          << " x " << tf::to_string(XS::value) << (ties ? " with ties" : "");
     const double rt = std::is_same_v<T, float> ? 1e-6 : 1e-14;
     const char* names[] = {"max_pool2d", "avg_pool2d", "max_pool2d_grad", "avg_pool2d_grad", "max_pool2d_grad_grad"};
-    for (std::size_t i = 0; i < got.size(); ++i) expect_same(what.str() + ": " + names[i], got[i], want[i], rt);
+    for (std::size_t i = 0; i < got.size(); ++i) expect_close(what.str() + ": " + names[i], got[i], want[i], rt);
 }
 
 }  // namespace
@@ -267,7 +239,7 @@ void check_conv_lowering(std::uint32_t seed, bool want_explicit) {
     const tf::index_t K = p.kh * p.kw * p.c;
     const std::vector<double> f_krsc = transposed(values_of(tw), K, p.co);
     const auto y_gpu = cudnn_forward(p, xp, f_krsc);
-    expect_same(what.str() + ": forward", tensor_of(vy.dims(), y_gpu), vy, 1e-12);
+    expect_close(what.str() + ": forward", tensor_of(vy.dims(), y_gpu), vy, 1e-12);
 
     const auto dxp = cudnn_backward_data(p, values_of(tdy), f_krsc);
     std::vector<double> dx_gpu = dxp;
@@ -275,10 +247,10 @@ void check_conv_lowering(std::uint32_t seed, bool want_explicit) {
         dx_gpu.assign(static_cast<std::size_t>(tx.size()), 0.0);
         for (tf::index_t e = 0; e < tx.size(); ++e) dx_gpu[static_cast<std::size_t>(e)] = dxp[static_cast<std::size_t>(tf::cuda::crop_source(p, e))];
     }
-    expect_same(what.str() + ": backprop_input", tensor_of(vdx.dims(), dx_gpu), vdx, 1e-12);
+    expect_close(what.str() + ": backprop_input", tensor_of(vdx.dims(), dx_gpu), vdx, 1e-12);
 
     const auto df_krsc = cudnn_backward_filter(p, xp, values_of(tdy));
-    expect_same(what.str() + ": backprop_filter", tensor_of(vdw.dims(), transposed(df_krsc, p.co, K)), vdw, 1e-12);
+    expect_close(what.str() + ": backprop_filter", tensor_of(vdw.dims(), transposed(df_krsc, p.co, K)), vdw, 1e-12);
 }
 
 }  // namespace
