@@ -4,6 +4,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -64,6 +65,32 @@ void expect_values(const std::string& what, const tf::tensor<T>& got, const E& w
         FAIL_CHECK(m.str());
     } else {
         SUCCEED();
+    }
+}
+
+// Checks that two tensors agree: same extents and |a - b| <= rtol * max(|a|,
+// |b|, 1) elementwise; a failure says how many elements differ and shows the
+// first, as `got_name` and `want_name`.
+template <class T>
+void expect_tensors_close(const std::string& what, const tf::tensor<T>& got, const tf::tensor<T>& want, double rtol,
+                          const char* got_name = "got", const char* want_name = "want") {
+    INFO(what);
+    REQUIRE(extents(got.dims()) == extents(want.dims()));
+    long long bad = 0, first = -1;
+    for (tf::index_t i = 0; i < got.size(); ++i) {
+        const double a = static_cast<double>(got[i]), b = static_cast<double>(want[i]);
+        const double scale = std::max({std::abs(a), std::abs(b), 1.0});
+        if (!(a == b || std::abs(a - b) <= rtol * scale)) {
+            if (first < 0) first = i;
+            ++bad;
+        }
+    }
+    if (bad) {
+        std::ostringstream m;
+        m.precision(17);
+        m << what << ": " << bad << " of " << got.size() << " elements differ; first at " << first << ": " << got_name << " "
+          << static_cast<double>(got[first]) << ", " << want_name << " " << static_cast<double>(want[first]);
+        FAIL_CHECK(m.str());
     }
 }
 

@@ -34,26 +34,7 @@ constexpr double device_rtol() {
 
 template <class T>
 void expect_agree(const std::string& what, const tf::tensor<T>& c, const tf::tensor<T>& r, double rtol_scale = 1) {
-    INFO(what);
-    REQUIRE(extents(c.dims()) == extents(r.dims()));
-    const double rtol = device_rtol<T>() * rtol_scale;
-    long long bad = 0, first = -1;
-    for (tf::index_t i = 0; i < c.size(); ++i) {
-        const double a = static_cast<double>(c[i]), b = static_cast<double>(r[i]);
-        // relative to the larger magnitude, with the tolerance as a floor near 0
-        const double scale = std::max({std::abs(a), std::abs(b), 1.0});
-        if (!(a == b || std::abs(a - b) <= rtol * scale)) {
-            if (first < 0) first = i;
-            ++bad;
-        }
-    }
-    if (bad) {
-        std::ostringstream m;
-        m.precision(17);
-        m << what << ": " << bad << " of " << c.size() << " elements differ; first at " << first << ": cpu "
-          << static_cast<double>(c[first]) << ", reference " << static_cast<double>(r[first]);
-        FAIL_CHECK(m.str());
-    }
+    expect_tensors_close(what, c, r, device_rtol<T>() * rtol_scale, "cpu", "reference");
 }
 
 // Every kernel op and a broadcasting fused region, on device D.

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <typeflow/typeflow.hpp>
@@ -209,6 +210,24 @@ int gemm_case(cublasHandle_t h, cudaStream_t st) {
     return 0;
 }
 
+// Four batches of inputs of extents `x` drawn from `dist` and labels in
+// [0, 10), which the training benchmarks rotate through.
+template <class Dist>
+std::pair<std::vector<tf::tensor<float>>, std::vector<tf::tensor<std::int32_t>>> random_batches(std::mt19937& rng, const tf::dims& x,
+                                                                                               Dist dist) {
+    std::vector<tf::tensor<float>> xs;
+    std::vector<tf::tensor<std::int32_t>> ys;
+    for (int k = 0; k < 4; ++k) {
+        tf::tensor<float> xt(x);
+        tf::tensor<std::int32_t> yt(tf::dims{x.d[0]});
+        for (long i = 0; i < xt.size(); ++i) xt[i] = dist(rng);
+        for (long i = 0; i < yt.size(); ++i) yt[i] = static_cast<std::int32_t>(rng() % 10);
+        xs.push_back(std::move(xt));
+        ys.push_back(std::move(yt));
+    }
+    return {std::move(xs), std::move(ys)};
+}
+
 // Times one training step `step()` (which returns its loss) of `name`: the
 // launches one step queues, the host time per step, and a check that the loss fell.
 template <class Step>
@@ -243,17 +262,7 @@ int mlp_step() {
     auto step = tf::train::sgd(0.01f).minimize(loss);
     // four batches, rotated
     std::mt19937 rng(7);
-    std::normal_distribution<float> nd;
-    std::vector<tf::tensor<float>> xs;
-    std::vector<tf::tensor<std::int32_t>> ys;
-    for (int k = 0; k < 4; ++k) {
-        tf::tensor<float> xt(tf::dims{Batch, 784});
-        tf::tensor<std::int32_t> yt(tf::dims{Batch});
-        for (long i = 0; i < xt.size(); ++i) xt[i] = nd(rng);
-        for (long i = 0; i < Batch; ++i) yt[i] = static_cast<std::int32_t>(rng() % 10);
-        xs.push_back(std::move(xt));
-        ys.push_back(std::move(yt));
-    }
+    const auto [xs, ys] = random_batches(rng, tf::dims{Batch, 784}, std::normal_distribution<float>{});
     tf::session s;
     int k = 0;
     return time_step("mlp_step_gpu", Batch, [&] {
@@ -279,17 +288,7 @@ int cnn_step() {
     auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
     auto step = tf::train::adam(0.001f).minimize(loss);
     std::mt19937 rng(9);
-    std::uniform_real_distribution<float> ud(0.f, 1.f);
-    std::vector<tf::tensor<float>> xs;
-    std::vector<tf::tensor<std::int32_t>> ys;
-    for (int b = 0; b < 4; ++b) {
-        tf::tensor<float> xt(tf::dims{Batch, 28, 28, 1});
-        tf::tensor<std::int32_t> yt(tf::dims{Batch});
-        for (long i = 0; i < xt.size(); ++i) xt[i] = ud(rng);
-        for (long i = 0; i < Batch; ++i) yt[i] = static_cast<std::int32_t>(rng() % 10);
-        xs.push_back(std::move(xt));
-        ys.push_back(std::move(yt));
-    }
+    const auto [xs, ys] = random_batches(rng, tf::dims{Batch, 28, 28, 1}, std::uniform_real_distribution<float>(0.f, 1.f));
     tf::session s;
     int i = 0;
     return time_step("cnn_step_gpu", Batch, [&] {

@@ -119,62 +119,42 @@ TEST_CASE("cuda pooling: the GPU kernels' element functions, run on the host, ma
 // ---- convolution: the plan and index maps around cuDNN's documented semantics ----
 namespace {
 
-// cuDNN's forward convolution as its documentation defines it: input xp
-// [n, hp, wp, c] (NHWC), filter f [co, kh, kw, c] (KRSC), symmetric zero
-// padding, strides, dilations; output [n, oh, ow, co].
-std::vector<double> cudnn_forward(const tf::cuda::conv_plan& p, const std::vector<double>& xp, const std::vector<double>& f) {
-    std::vector<double> y(static_cast<std::size_t>(p.n * p.oh * p.ow * p.co), 0.0);
+// Every tap of cuDNN's convolution as its documentation defines it: input xp
+// [n, hp, wp, c] (NHWC), filter [co, kh, kw, c] (KRSC), symmetric zero
+// padding, strides, dilations, output [n, oh, ow, co]; f(output index, input
+// index, filter index) for each product inside the input.
+template <class F>
+void for_each_tap(const tf::cuda::conv_plan& p, F&& f) {
     for (tf::index_t b = 0; b < p.n; ++b)
         for (tf::index_t i = 0; i < p.oh; ++i)
             for (tf::index_t j = 0; j < p.ow; ++j)
-                for (tf::index_t k = 0; k < p.co; ++k) {
-                    double s = 0;
+                for (tf::index_t k = 0; k < p.co; ++k)
                     for (tf::index_t r = 0; r < p.kh; ++r)
                         for (tf::index_t q = 0; q < p.kw; ++q) {
                             const tf::index_t ih = i * p.sh - p.pad_h + r * p.dh, iw = j * p.sw - p.pad_w + q * p.dw;
                             if (ih < 0 || ih >= p.hp || iw < 0 || iw >= p.wp) continue;
                             for (tf::index_t c = 0; c < p.c; ++c)
-                                s += xp[static_cast<std::size_t>(((b * p.hp + ih) * p.wp + iw) * p.c + c)] *
-                                     f[static_cast<std::size_t>(((k * p.kh + r) * p.kw + q) * p.c + c)];
+                                f(static_cast<std::size_t>(((b * p.oh + i) * p.ow + j) * p.co + k),
+                                  static_cast<std::size_t>(((b * p.hp + ih) * p.wp + iw) * p.c + c),
+                                  static_cast<std::size_t>(((k * p.kh + r) * p.kw + q) * p.c + c));
                         }
-                    y[static_cast<std::size_t>(((b * p.oh + i) * p.ow + j) * p.co + k)] = s;
-                }
+}
+// cuDNN's forward: y from xp and the KRSC filter.
+std::vector<double> cudnn_forward(const tf::cuda::conv_plan& p, const std::vector<double>& xp, const std::vector<double>& f) {
+    std::vector<double> y(static_cast<std::size_t>(p.n * p.oh * p.ow * p.co), 0.0);
+    for_each_tap(p, [&](std::size_t yi, std::size_t xi, std::size_t fi) { y[yi] += xp[xi] * f[fi]; });
     return y;
 }
 // cuDNN's backward data: dxp [n, hp, wp, c] from dy and the KRSC filter.
 std::vector<double> cudnn_backward_data(const tf::cuda::conv_plan& p, const std::vector<double>& dy, const std::vector<double>& f) {
     std::vector<double> dx(static_cast<std::size_t>(p.n * p.hp * p.wp * p.c), 0.0);
-    for (tf::index_t b = 0; b < p.n; ++b)
-        for (tf::index_t i = 0; i < p.oh; ++i)
-            for (tf::index_t j = 0; j < p.ow; ++j)
-                for (tf::index_t k = 0; k < p.co; ++k)
-                    for (tf::index_t r = 0; r < p.kh; ++r)
-                        for (tf::index_t q = 0; q < p.kw; ++q) {
-                            const tf::index_t ih = i * p.sh - p.pad_h + r * p.dh, iw = j * p.sw - p.pad_w + q * p.dw;
-                            if (ih < 0 || ih >= p.hp || iw < 0 || iw >= p.wp) continue;
-                            for (tf::index_t c = 0; c < p.c; ++c)
-                                dx[static_cast<std::size_t>(((b * p.hp + ih) * p.wp + iw) * p.c + c)] +=
-                                    dy[static_cast<std::size_t>(((b * p.oh + i) * p.ow + j) * p.co + k)] *
-                                    f[static_cast<std::size_t>(((k * p.kh + r) * p.kw + q) * p.c + c)];
-                        }
+    for_each_tap(p, [&](std::size_t yi, std::size_t xi, std::size_t fi) { dx[xi] += dy[yi] * f[fi]; });
     return dx;
 }
 // cuDNN's backward filter: df [co, kh, kw, c] (KRSC) from xp and dy.
 std::vector<double> cudnn_backward_filter(const tf::cuda::conv_plan& p, const std::vector<double>& xp, const std::vector<double>& dy) {
     std::vector<double> df(static_cast<std::size_t>(p.co * p.kh * p.kw * p.c), 0.0);
-    for (tf::index_t b = 0; b < p.n; ++b)
-        for (tf::index_t i = 0; i < p.oh; ++i)
-            for (tf::index_t j = 0; j < p.ow; ++j)
-                for (tf::index_t k = 0; k < p.co; ++k)
-                    for (tf::index_t r = 0; r < p.kh; ++r)
-                        for (tf::index_t q = 0; q < p.kw; ++q) {
-                            const tf::index_t ih = i * p.sh - p.pad_h + r * p.dh, iw = j * p.sw - p.pad_w + q * p.dw;
-                            if (ih < 0 || ih >= p.hp || iw < 0 || iw >= p.wp) continue;
-                            for (tf::index_t c = 0; c < p.c; ++c)
-                                df[static_cast<std::size_t>(((k * p.kh + r) * p.kw + q) * p.c + c)] +=
-                                    dy[static_cast<std::size_t>(((b * p.oh + i) * p.ow + j) * p.co + k)] *
-                                    xp[static_cast<std::size_t>(((b * p.hp + ih) * p.wp + iw) * p.c + c)];
-                        }
+    for_each_tap(p, [&](std::size_t yi, std::size_t xi, std::size_t fi) { df[fi] += dy[yi] * xp[xi]; });
     return df;
 }
 // What the geam of cuda::detail::transpose computes: out [cols, rows] = in [rows, cols]^T.

@@ -122,56 +122,43 @@ void launch(const T* a, const T* b, T* out, const geometry& g, index_t count, st
 
 }  // namespace typeflow::cuda::pool
 
+namespace typeflow::cuda::pool {
+/// The kernel of pooling op Op of kind K on GPU N: one thread per element of
+/// the result, which is x's extents for the gradients (OverInput) and the
+/// pooled extents otherwise; `b` is the op's second child when it has one.
+template <int N, kind K, class Op, bool OverInput>
+struct op_kernel {
+    template <class Nd, class Ctx>
+    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
+        const auto g = Op::geometry(ctx.dims_of(n.template child<0>()));
+        const auto* a = ctx.input(n.template child<0>());
+        const auto* b = [&] {
+            if constexpr (K == kind::max || K == kind::avg) return a;
+            else return ctx.input(n.template child<1>());
+        }();
+        // avg_pool2d_grad reads only x's extents: its elements may not be there
+        const auto* first = K == kind::avg_grad ? b : a;
+        launch<K, N>(first, b, out, g, OverInput ? g.in().numel() : g.out().numel(), Op::name);
+    }
+};
+}  // namespace typeflow::cuda::pool
+
 namespace typeflow {
 
 template <int N, index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
-struct kernel<gpu<N>, op::max_pool2d<KH, KW, SH, SW, Pad>> {
-    template <class Nd, class Ctx>
-    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* y) {
-        const auto g = op::max_pool2d<KH, KW, SH, SW, Pad>::geometry(ctx.dims_of(n.template child<0>()));
-        const auto* x = ctx.input(n.template child<0>());
-        cuda::pool::launch<cuda::pool::kind::max, N>(x, x, y, g, g.out().numel(), "max_pool2d");
-    }
-};
-
+struct kernel<gpu<N>, op::max_pool2d<KH, KW, SH, SW, Pad>>
+    : cuda::pool::op_kernel<N, cuda::pool::kind::max, op::max_pool2d<KH, KW, SH, SW, Pad>, false> {};
 template <int N, index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
-struct kernel<gpu<N>, op::avg_pool2d<KH, KW, SH, SW, Pad>> {
-    template <class Nd, class Ctx>
-    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* y) {
-        const auto g = op::avg_pool2d<KH, KW, SH, SW, Pad>::geometry(ctx.dims_of(n.template child<0>()));
-        const auto* x = ctx.input(n.template child<0>());
-        cuda::pool::launch<cuda::pool::kind::avg, N>(x, x, y, g, g.out().numel(), "avg_pool2d");
-    }
-};
-
+struct kernel<gpu<N>, op::avg_pool2d<KH, KW, SH, SW, Pad>>
+    : cuda::pool::op_kernel<N, cuda::pool::kind::avg, op::avg_pool2d<KH, KW, SH, SW, Pad>, false> {};
 template <int N, index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
-struct kernel<gpu<N>, op::max_pool2d_grad<KH, KW, SH, SW, Pad>> {
-    template <class Nd, class Ctx>
-    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* dx) {
-        const auto g = op::max_pool2d_grad<KH, KW, SH, SW, Pad>::geometry(ctx.dims_of(n.template child<0>()));
-        cuda::pool::launch<cuda::pool::kind::max_grad, N>(ctx.input(n.template child<0>()), ctx.input(n.template child<1>()), dx, g,
-                                                          g.in().numel(), "max_pool2d_grad");
-    }
-};
-
+struct kernel<gpu<N>, op::max_pool2d_grad<KH, KW, SH, SW, Pad>>
+    : cuda::pool::op_kernel<N, cuda::pool::kind::max_grad, op::max_pool2d_grad<KH, KW, SH, SW, Pad>, true> {};
 template <int N, index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
-struct kernel<gpu<N>, op::avg_pool2d_grad<KH, KW, SH, SW, Pad>> {
-    template <class Nd, class Ctx>
-    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* dx) {
-        const auto g = op::avg_pool2d_grad<KH, KW, SH, SW, Pad>::geometry(ctx.dims_of(n.template child<0>()));
-        const auto* dy = ctx.input(n.template child<1>());
-        cuda::pool::launch<cuda::pool::kind::avg_grad, N>(dy, dy, dx, g, g.in().numel(), "avg_pool2d_grad");
-    }
-};
-
+struct kernel<gpu<N>, op::avg_pool2d_grad<KH, KW, SH, SW, Pad>>
+    : cuda::pool::op_kernel<N, cuda::pool::kind::avg_grad, op::avg_pool2d_grad<KH, KW, SH, SW, Pad>, true> {};
 template <int N, index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
-struct kernel<gpu<N>, op::max_pool2d_grad_grad<KH, KW, SH, SW, Pad>> {
-    template <class Nd, class Ctx>
-    static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* y) {
-        const auto g = op::max_pool2d_grad_grad<KH, KW, SH, SW, Pad>::geometry(ctx.dims_of(n.template child<0>()));
-        cuda::pool::launch<cuda::pool::kind::max_grad_grad, N>(ctx.input(n.template child<0>()), ctx.input(n.template child<1>()), y,
-                                                               g, g.out().numel(), "max_pool2d_grad_grad");
-    }
-};
+struct kernel<gpu<N>, op::max_pool2d_grad_grad<KH, KW, SH, SW, Pad>>
+    : cuda::pool::op_kernel<N, cuda::pool::kind::max_grad_grad, op::max_pool2d_grad_grad<KH, KW, SH, SW, Pad>, false> {};
 
 }  // namespace typeflow
