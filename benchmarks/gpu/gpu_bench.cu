@@ -16,8 +16,10 @@
 //                   MaxPooling2D, Dense(64, relu), Dense(10); batch 64)
 //                   as a typeflow session run fetching the loss, with the
 //                   work items typeflow queued per step (kernels, cuBLAS calls,
-//                   copies); PyTorch's figures come from torch_mlp_step.py in
-//                   the same script
+//                   copies, CUDA graph launches), once with the step recorded
+//                   as a CUDA graph and replayed (replay=1, the default) and
+//                   once without (replay=0); PyTorch's figures come from
+//                   torch_mlp_step.py in the same script
 //
 // Times are medians over rounds of host wall-clock per iteration (each
 // typeflow run ends synchronised: its fetch is on the host), and CUDA events
@@ -228,25 +230,30 @@ std::pair<std::vector<tf::tensor<float>>, std::vector<tf::tensor<std::int32_t>>>
     return {std::move(xs), std::move(ys)};
 }
 
-// Times one training step `step()` (which returns its loss) of `name`: the
-// launches one step queues, the host time per step, and a check that the loss fell.
+// Times one training step `step()` (which returns its loss) of `name` in
+// session `s`: the work items one step queues once the session replays its
+// recording (or without replay), the host time per step, and a check that the
+// loss fell.
 template <class Step>
-int time_step(const char* name, long batch, Step&& step) {
+int time_step(const char* name, long batch, const tf::session& s, bool replay, Step&& step) {
     const float first = step();
+    float last = first;
+    for (int i = 0; i < 4; ++i) last = step();  // the step's pointer sets met, recorded
     const unsigned long long l0 = tf::cuda::launch_count().load();
-    float last = step();
+    last = step();
     const unsigned long long per_step = tf::cuda::launch_count().load() - l0;
     const double t = host_us([&] { last = step(); }, 50, 7, 10);
     if (!(std::isfinite(last) && last < first)) {
         std::printf("%s: loss did not fall (%g -> %g)\n", name, first, last);
         return 1;
     }
-    std::printf("%s batch=%ld typeflow=%.1f us launches=%llu loss %.4f -> %.4f\n", name, batch, t, per_step, first, last);
+    std::printf("%s batch=%ld replay=%d typeflow=%.1f us launches=%llu replays=%zu loss %.4f -> %.4f\n", name, batch, replay ? 1 : 0, t,
+                per_step, s.stats().replays, first, last);
     return 0;
 }
 
 template <long Batch>
-int mlp_step() {
+int mlp_step(bool replay) {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 784>, G> x;
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, G> y;
     tf::variable<"W1", float, tf::shape<784, 256>, G> W1{tf::init::glorot_uniform{}};
@@ -263,9 +270,9 @@ int mlp_step() {
     // four batches, rotated
     std::mt19937 rng(7);
     const auto [xs, ys] = random_batches(rng, tf::dims{Batch, 784}, std::normal_distribution<float>{});
-    tf::session s;
+    tf::session s(tf::session_options{.replay = replay});
     int k = 0;
-    return time_step("mlp_step_gpu", Batch, [&] {
+    return time_step("mlp_step_gpu", Batch, s, replay, [&] {
         ++k;
         return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[k & 3]), tf::feed(y, ys[k & 3])))[0];
     });
@@ -274,7 +281,7 @@ int mlp_step() {
 // The lectures' CNN: Conv2D(32, 3, relu) on [B, 28, 28, 1], MaxPooling2D(),
 // Flatten, Dense(64, relu), Dense(10), sparse softmax cross entropy, Adam.
 template <long Batch>
-int cnn_step() {
+int cnn_step(bool replay) {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 28, 28, 1>, G> x;
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, G> y;
     tf::variable<"k", float, tf::shape<3, 3, 1, 32>, G> k{tf::init::glorot_uniform{}};
@@ -289,9 +296,9 @@ int cnn_step() {
     auto step = tf::train::adam(0.001f).minimize(loss);
     std::mt19937 rng(9);
     const auto [xs, ys] = random_batches(rng, tf::dims{Batch, 28, 28, 1}, std::uniform_real_distribution<float>(0.f, 1.f));
-    tf::session s;
+    tf::session s(tf::session_options{.replay = replay});
     int i = 0;
-    return time_step("cnn_step_gpu", Batch, [&] {
+    return time_step("cnn_step_gpu", Batch, s, replay, [&] {
         ++i;
         return std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[i & 3]), tf::feed(y, ys[i & 3])))[0];
     });
@@ -324,10 +331,13 @@ int main(int argc, char** argv) {
             cublasDestroy(h);
         }
         if (only.empty() || only == "mlp") {
-            rc |= mlp_step<256>();
-            rc |= mlp_step<4096>();
+            for (bool replay : {true, false}) {
+                rc |= mlp_step<256>(replay);
+                rc |= mlp_step<4096>(replay);
+            }
         }
-        if (only.empty() || only == "cnn") rc |= cnn_step<64>();
+        if (only.empty() || only == "cnn")
+            for (bool replay : {true, false}) rc |= cnn_step<64>(replay);
     } catch (const tf::error& e) {
         std::printf("gpu_bench: error: %s\n", e.what());
         return 1;

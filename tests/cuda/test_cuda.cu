@@ -285,7 +285,8 @@ namespace {
 // weights; returns the losses and the final weights.
 template <class D>
 std::pair<std::vector<float>, std::vector<tf::tensor<float>>> train_on(const std::vector<tf::tensor<float>>& init, const tf::tensor<float>& xv,
-                                                                       const tf::tensor<std::int32_t>& yv, int steps) {
+                                                                       const tf::tensor<std::int32_t>& yv, int steps, bool replay = true,
+                                                                       tf::run_stats* stats = nullptr) {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 20>, D> x;
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, D> y;
     tf::variable<"W1", float, tf::shape<20, 16>, D> W1;
@@ -299,9 +300,10 @@ std::pair<std::vector<float>, std::vector<tf::tensor<float>>> train_on(const std
     auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2;
     auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
     auto step = tf::train::sgd(0.5f).minimize(loss);
-    tf::session s;
+    tf::session s(tf::session_options{.replay = replay});
     std::vector<float> losses;
     for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv)))[0]);
+    if (stats) *stats = s.stats();
     return {losses, {W1.value().clone(), b1.value().clone(), W2.value().clone(), b2.value().clone()}};
 }
 }  // namespace
@@ -327,6 +329,38 @@ TEST_CASE("cuda training of an MLP follows the cpu step for step", "[cuda]") {
     }
     CHECK(lg.back() < 0.5f * lg.front());  // it learns
     for (std::size_t i = 0; i < wg.size(); ++i) expect_close("weights " + std::to_string(i), wg[i], wc[i], 1e-3);
+}
+
+TEST_CASE("cuda a training step recorded as a CUDA graph and replayed follows the step without it", "[cuda]") {
+    rng_t r(19);
+    const std::vector<tf::tensor<float>> init{uniform_tensor<float>(r, tf::dims{20, 16}, 0, 0, -0.4, 0.4),
+                                              uniform_tensor<float>(r, tf::dims{16}, 0, 0, -0.1, 0.1),
+                                              uniform_tensor<float>(r, tf::dims{16, 3}, 0, 0, -0.4, 0.4),
+                                              uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1)};
+    const auto xv = uniform_tensor<float>(r, tf::dims{64, 20}, 0, 0, -1, 1);
+    const auto yv = uniform_tensor<std::int32_t>(r, tf::dims{64}, 0, 2, 0, 0);
+    tf::run_stats on_stats, off_stats;
+    const auto [lr, wr] = train_on<G>(init, xv, yv, 20, true, &on_stats);
+    const auto [ln, wn] = train_on<G>(init, xv, yv, 20, false, &off_stats);
+    CHECK(on_stats.recordings == 2);  // SGD swaps its variables' buffers: two pointer sets alternate
+    CHECK(on_stats.replays == 18);
+    CHECK(off_stats.replays == 0);
+    for (std::size_t i = 0; i < lr.size(); ++i) {
+        INFO("step " << i);
+        CHECK(lr[i] == ln[i]);  // the same kernels on the same values
+    }
+    for (std::size_t i = 0; i < wr.size(); ++i)
+        for (tf::index_t k = 0; k < wr[i].size(); ++k) CHECK(wr[i][k] == wn[i][k]);
+    // a replayed step queues its feeds' uploads, one graph launch and the loss's download
+    tf::placeholder<"x", float, tf::shape<4>, G> x;
+    tf::session s;
+    auto y = tf::sum(tf::exp(x) * 2.0f) + tf::sum(x);
+    const std::vector<float> xs{0, 0, 0, 0};
+    for (int i = 0; i < 3; ++i) CHECK(s.run(y, tf::feed(x, xs))[0] == 8.0f);
+    const unsigned long long l0 = tf::cuda::launch_count().load();
+    CHECK(s.run(y, tf::feed(x, xs))[0] == 8.0f);
+    CHECK(tf::cuda::launch_count().load() - l0 == 3);
+    CHECK(s.stats().replays == 2);
 }
 
 TEST_CASE("cuda variables: the host sees gpu updates and gpu runs see host writes", "[cuda]") {

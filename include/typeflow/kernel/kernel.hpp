@@ -12,7 +12,11 @@
 //       static std::size_t workspace_bytes(const Ctx& ctx)  scratch memory the
 //         plan reserves for the kernel (ctx.workspace() during run);
 //       using state = S;  an object (default-constructed) kept per node across
-//         runs of one plan (ctx.state<S>() during run).
+//         runs of one plan (ctx.state<S>() during run);
+//       static constexpr bool replayable = false;  the kernel's queued work
+//         depends on more than its pointers, extents and state (a host
+//         counter, a host value read at run time), so a run that holds it is
+//         never recorded and replayed (see memory_space::begin_recording).
 // The runtime names no backend: it instantiates kernel<D, Op> and fused<D>
 // for each node's device, and a node whose op has no kernel for its device is
 // a compile-time error naming both.
@@ -44,6 +48,20 @@ struct memory_space {
     void (*download)(void* host_dst, const void* src, std::size_t bytes) = nullptr;  // to host, complete on return
     void (*copy)(void* dst, const void* src, std::size_t bytes) = nullptr;           // within this space
     void (*finish)() = nullptr;  // waits until the work queued on this space is done
+    // Optional, for a device whose work is queued (a GPU's stream):
+    // enter/leave bracket each run's device work; while one run holds them no
+    // other thread queues work on this space (runs and copies do not interleave).
+    void (*enter)() = nullptr;
+    void (*leave)() noexcept = nullptr;
+    // A run's queued work recorded once and replayed (a CUDA graph): between
+    // begin_recording (false: cannot record now) and end_recording, queued work
+    // is recorded, not done; end_recording(true) gives the recording, or null
+    // when it failed; end_recording(false) discards it. replay queues the
+    // recorded work again, with the same pointers and arguments; drop frees it.
+    bool (*begin_recording)() = nullptr;
+    void* (*end_recording)(bool keep) noexcept = nullptr;
+    void (*replay)(void* recording) = nullptr;
+    void (*drop)(void* recording) noexcept = nullptr;
 };
 
 namespace detail {

@@ -42,6 +42,8 @@ struct run_stats {
     std::size_t plans_built = 0;  // plans made for new fetch sets (this session, in all)
     std::size_t rebinds = 0;      // re-plans for new dyn extents (this session, in all)
     std::size_t arena_bytes = 0;  // intermediate memory of the plan that ran
+    std::size_t recordings = 0;   // device work recorded for replay (this session, in all)
+    std::size_t replays = 0;      // runs whose device work was a replayed recording (this session, in all)
 };
 
 class plan_base {
@@ -137,6 +139,7 @@ struct node_desc {
     void* (*mirror)(const void* obj, const memory_space* m, int use) = nullptr;
     void* (*make_state)() = nullptr;        // kernel nodes with state kept across runs
     void (*free_state)(void*) = nullptr;
+    bool replayable = true;  // kernel nodes: a recording of the kernel's queued work may be replayed
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
@@ -161,6 +164,11 @@ struct result_fns {
 /// hides (one segment per distinct tf::expr object, before its readers), so
 /// the plan runs one merged table.
 class plan_core : public plan_base {
+public:
+    /// Whether runs whose device work can be recorded (a GPU's CUDA graph) are
+    /// recorded once and replayed (session_options::replay; on by default).
+    void allow_replay(bool on) noexcept { replay_ = on; }
+
 protected:
     plan_core(const subgraph& top, const parallel_ctx& par);
     ~plan_core() override;
@@ -253,6 +261,33 @@ private:
 
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
+    // step 5 of a run: every computed instance, in order; true when locked updates wait for step 7
+    bool compute_all(run_stats& stats, const ready_hook* hook);
+
+    // ---- a run's device work recorded once and replayed (memory_space::begin_recording) ----
+    // recordable_ (fixed by finish): every computed instance runs in one memory
+    // space that records (rec_mem_), reads only that space, and needs no host
+    // step between kernels (no conds, loops, locked or immediate writes, or
+    // kernels that are not replayable). Per binding of the dyn extents, keys_
+    // holds up to max_recordings sets of the pointers a run's work reads and
+    // writes (every instance's ptr and buf, and the workspace); a set met a
+    // second time is recorded (rec_), then replayed whenever it comes again.
+    // Variables updated by a swap alternate between two sets.
+    static constexpr std::size_t max_recordings = 4;
+    // true: this run's step 5 was a replay; false: run it as usual
+    bool replay_or_record(run_stats& stats);
+    void drop_recordings() noexcept;
+    void plan_recording();  // sets recordable_ and sizes the keys (finish)
+    bool replay_ = true;
+    bool recordable_ = false;
+    const memory_space* rec_mem_ = nullptr;
+    std::size_t key_len_ = 0, slots_ = 0, next_slot_ = 0;
+    typeflow::detail::pod_vector<const void*> keys_;  // max_recordings * key_len_
+    typeflow::detail::pod_vector<const void*> key_;   // this run's
+    typeflow::detail::pod_vector<void*> rec_;         // per slot: its recording, or null (met once)
+    typeflow::detail::pod_vector<std::size_t> rec_evals_;  // per slot: the evaluations it replays
+    // memory spaces whose enter/leave bracket a run (address order)
+    typeflow::detail::pod_vector<const memory_space*> gates_;
     // a leaf on a device with memory of its own: its elements there (placeholders and constants in
     // the plan's copies, variables in their own)
     const void* device_leaf(std::uint32_t k, const void* host);
@@ -585,6 +620,7 @@ struct op_facts {
     static constexpr std::size_t (*workspace)(const kernel_ctx&) = nullptr;
     static constexpr void* (*make_state)() = nullptr;
     static constexpr void (*free_state)(void*) = nullptr;
+    static constexpr bool replayable = true;
     static constexpr std::size_t output_index = [] {
         if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
         else return std::size_t{0};
@@ -605,6 +641,10 @@ struct op_facts<Device, Op, true> : op_facts<Device, Op, false> {
     static constexpr void (*free_state)(void*) = [] {
         if constexpr (requires { typename K::state; }) return &free_kernel_state<typename K::state>;
         else return static_cast<void (*)(void*)>(nullptr);
+    }();
+    static constexpr bool replayable = [] {
+        if constexpr (requires { K::replayable; }) return bool{K::replayable};
+        else return true;
     }();
 };
 // The facts of a multi-output op's descriptor (none for one output).
@@ -673,6 +713,7 @@ struct op_desc {
         .memory = op_facts<Device, Op>::memory,
         .make_state = op_facts<Device, Op>::make_state,
         .free_state = op_facts<Device, Op>::free_state,
+        .replayable = op_facts<Device, Op>::replayable,
     };
 };
 // The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).

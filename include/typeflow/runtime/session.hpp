@@ -22,6 +22,10 @@ struct session_options {
     /// do not depend on it beyond floating-point summation order, and a given
     /// count always sums in the same order.
     int threads = 0;
+    /// Whether a run whose work all lies on one GPU is recorded once as a CUDA
+    /// graph and replayed in later runs with the same buffers (one launch per
+    /// step instead of one per kernel). Results are the same either way.
+    bool replay = true;
 };
 
 /// Runs graphs on their devices. The first run of a set of fetches makes its
@@ -44,7 +48,7 @@ public:
     session() : session(session_options{}) {}
     explicit session(const session_options& o)
         : pool_(std::make_unique<runtime::thread_pool>(o.threads > 0 ? o.threads : runtime::thread_pool::hardware_threads())),
-          m_(std::make_unique<std::mutex>()) {}
+          m_(std::make_unique<std::mutex>()), replay_(o.replay) {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     session(session&&) noexcept = default;
@@ -133,6 +137,8 @@ private:
             s.stats_.arena_bytes = stats.arena_bytes;
             s.stats_.plans_built += stats.plans_built - start.plans_built;
             s.stats_.rebinds += stats.rebinds - start.rebinds;
+            s.stats_.recordings += stats.recordings - start.recordings;
+            s.stats_.replays += stats.replays - start.replays;
             if (plan)
                 for (entry& e : s.plans_)
                     if (e.plan.get() == plan) e.busy = false;
@@ -156,6 +162,7 @@ private:
         }
         // not std::make_unique: libstdc++'s is exponential in a deep graph's depth
         P* raw = new P(f, pool_->context());
+        raw->allow_replay(replay_);
         std::unique_ptr<runtime::plan_base> p(raw);
         std::lock_guard<std::mutex> lock(*m_);
         add_plan({&typeid(P), std::move(p), true});
@@ -179,6 +186,7 @@ private:
     std::vector<entry> plans_;
     run_stats stats_;
     std::unique_ptr<std::mutex> m_;  // plans_ and stats_ (a pointer: sessions move)
+    bool replay_ = true;
 };
 
 }  // namespace typeflow

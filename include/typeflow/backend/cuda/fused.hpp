@@ -279,6 +279,10 @@ struct fused<gpu<N>> {
             if (vec) cuda::detail::region_vec<Canon, T, K, W><<<grid, threads, 0, c.stream>>>(p, o);
             else cuda::detail::region_strided<Canon, T, K><<<grid, threads, 0, c.stream>>>(p, o);
         } else {
+            // its plan is copied from the host at every run: a CUDA graph would keep this run's copy
+            if (cuda::recording(c))
+                typeflow::detail::raise(typeflow::detail::message()
+                                        << "fused element-wise region: a plan beyond the kernel parameter space cannot be recorded");
             auto* dp = static_cast<cuda::region_plan<K>*>(cuda::detail::plan_buffer<N>(sizeof(p)));
             cuda::check(cudaMemcpyAsync(dp, &p, sizeof(p), cudaMemcpyHostToDevice, c.stream), "fused region",
                         "cudaMemcpyAsync (region plan)");

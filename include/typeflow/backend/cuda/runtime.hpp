@@ -70,10 +70,18 @@ struct device_context {
     std::size_t ones_count = 0;
     void* ones_d = nullptr;
     std::size_t ones_d_count = 0;
+    void* blas_workspace = nullptr;  // cuBLAS's workspace, fixed: a recorded GEMM keeps using it
+    // held by a run (and by each copy) on this GPU: work from other threads does not
+    // interleave with it, nor land in a recording of it
+    std::recursive_mutex gate;
 
     /// Makes this GPU current on the calling thread.
     void activate() const { check(cudaSetDevice(index), "gpu:" + std::to_string(index), "cudaSetDevice"); }
 };
+
+/// Bytes of the cuBLAS and cuBLASLt workspace of each GPU (NVIDIA's
+/// recommendation for Hopper: 32 MiB).
+inline constexpr std::size_t blas_workspace_bytes = std::size_t{32} << 20;
 
 namespace detail {
 inline void init_context(device_context& c, int n) {
@@ -94,6 +102,10 @@ inline void init_context(device_context& c, int n) {
     check(cublasSetStream(c.blas, c.stream), who, "cublasSetStream");
     // full fp32 GEMMs (no TF32), as the CPU backend computes them
     check(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH), who, "cublasSetMathMode");
+    // a workspace of its own (after cublasSetStream, which resets it): cuBLAS then allocates
+    // nothing while a run is recorded as a CUDA graph
+    check(cudaMalloc(&c.blas_workspace, blas_workspace_bytes), who, "cudaMalloc (cuBLAS workspace)");
+    check(cublasSetWorkspace(c.blas, c.blas_workspace, blas_workspace_bytes), who, "cublasSetWorkspace");
     check(cudaHostAlloc(reinterpret_cast<void**>(&c.err), sizeof(error_word), cudaHostAllocMapped), who, "cudaHostAlloc");
     *c.err = error_word{};
 }
@@ -235,12 +247,14 @@ void* allocate(std::size_t bytes) {
 template <int N>
 void release(void* p, std::size_t) noexcept {
     device_context& c = context<N>();
+    std::lock_guard<std::recursive_mutex> hold(c.gate);
     (void)cudaStreamSynchronize(c.stream);  // no queued kernel may still use it
     (void)cudaFree(p);
 }
 template <int N>
 void zero(void* p, std::size_t bytes) {
     device_context& c = context<N>();
+    std::lock_guard<std::recursive_mutex> hold(c.gate);
     launch_count().fetch_add(1, std::memory_order_relaxed);
     check(cudaMemsetAsync(p, 0, bytes, c.stream), "gpu:" + std::to_string(N), "cudaMemsetAsync");
 }
@@ -252,18 +266,73 @@ void copy_on_stream(void* dst, const void* src, std::size_t bytes, cudaMemcpyKin
 }
 template <int N>
 void upload(void* dst, const void* src, std::size_t bytes) {
+    std::lock_guard<std::recursive_mutex> hold(context<N>().gate);
     copy_on_stream<N>(dst, src, bytes, cudaMemcpyHostToDevice, "cudaMemcpyAsync (host to device)");
 }
 template <int N>
 void download(void* dst, const void* src, std::size_t bytes) {
+    std::lock_guard<std::recursive_mutex> hold(context<N>().gate);
     copy_on_stream<N>(dst, src, bytes, cudaMemcpyDeviceToHost, "cudaMemcpyAsync (device to host)");
     finish<N>();
 }
 template <int N>
 void copy(void* dst, const void* src, std::size_t bytes) {
+    std::lock_guard<std::recursive_mutex> hold(context<N>().gate);
     copy_on_stream<N>(dst, src, bytes, cudaMemcpyDeviceToDevice, "cudaMemcpyAsync (device to device)");
 }
+template <int N>
+void synchronized_finish() {
+    std::lock_guard<std::recursive_mutex> hold(context<N>().gate);
+    finish<N>();
+}
+template <int N>
+void enter() {
+    context<N>().gate.lock();
+}
+template <int N>
+void leave() noexcept {
+    context<N>().gate.unlock();
+}
+
+// ---- a run recorded as a CUDA graph (stream capture) and replayed ----
+template <int N>
+bool begin_recording() {
+    device_context& c = context<N>();
+    if (cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
+}
+template <int N>
+void* end_recording(bool keep) noexcept {
+    device_context& c = context<N>();
+    cudaGraph_t g = nullptr;
+    const cudaError_t st = cudaStreamEndCapture(c.stream, &g);  // invalidated captures end here too
+    cudaGraphExec_t exec = nullptr;
+    if (st == cudaSuccess && keep && g && cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) exec = nullptr;
+    if (g) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    return exec;
+}
+template <int N>
+void replay(void* recording) {
+    device_context& c = context<N>();
+    launch_count().fetch_add(1, std::memory_order_relaxed);
+    check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(recording), c.stream), "gpu:" + std::to_string(N), "cudaGraphLaunch");
+}
+template <int N>
+void drop(void* recording) noexcept {
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(recording));  // freed when a launch in flight ends
+}
 }  // namespace detail
+
+/// True while c's stream is being recorded as a CUDA graph: work that reads
+/// host memory or waits for the stream must not be queued then (the caller
+/// raises, and the run is done without a recording).
+inline bool recording(const device_context& c) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(c.stream, &st), "gpu:" + std::to_string(c.index), "cudaStreamIsCapturing");
+    return st != cudaStreamCaptureStatusNone;
+}
 
 }  // namespace typeflow::cuda
 
@@ -280,7 +349,13 @@ struct device_memory<gpu<N>> {
                                         &cuda::detail::upload<N>,
                                         &cuda::detail::download<N>,
                                         &cuda::detail::copy<N>,
-                                        &cuda::finish<N>};
+                                        &cuda::detail::synchronized_finish<N>,
+                                        &cuda::detail::enter<N>,
+                                        &cuda::detail::leave<N>,
+                                        &cuda::detail::begin_recording<N>,
+                                        &cuda::detail::end_recording<N>,
+                                        &cuda::detail::replay<N>,
+                                        &cuda::detail::drop<N>};
 };
 
 }  // namespace typeflow

@@ -3,6 +3,8 @@
 // TYPEFLOW_SEPARATE_COMPILATION it is compiled once, in the translation unit
 // that includes <typeflow/src.hpp>.
 #pragma once
+#include <functional>
+#include <utility>
 #include <mutex>
 
 #include <typeflow/runtime/plan.hpp>
@@ -20,6 +22,7 @@ TYPEFLOW_DECL std::mutex& locked_update_mutex() {
 TYPEFLOW_DECL plan_core::plan_core(const subgraph& top, const parallel_ctx& par) : top_(&top), par_(par) {}
 
 TYPEFLOW_DECL plan_core::~plan_core() {
+    drop_recordings();
     for (std::size_t k = 0; k < states_.size(); ++k)
         if (states_[k]) desc_[insts_[k].node]->free_state(states_[k]);
     if (work_) typeflow::detail::free_buffer(work_, work_bytes_);
@@ -256,6 +259,109 @@ TYPEFLOW_DECL void plan_core::finish() {
     }
     base_.resize(max_operands_ + 1);
     opinfo_.resize(max_operands_ + 1);
+    plan_recording();
+}
+
+TYPEFLOW_DECL void plan_core::plan_recording() {
+    // runs bracketed by their device spaces' enter and leave
+    for (const instance& in : insts_) {
+        const memory_space* m = desc_[in.node]->memory;
+        if (!on_device(in.node) || !m->enter) continue;
+        bool known = false;
+        for (const memory_space* g : gates_) known |= g == m;
+        if (!known) gates_.push_back(m);
+    }
+    for (std::size_t a = 1; a < gates_.size(); ++a)  // address order: two runs enter shared spaces in one order
+        for (std::size_t b = a; b > 0 && std::less<const memory_space*>()(gates_[b], gates_[b - 1]); --b)
+            std::swap(gates_[b], gates_[b - 1]);
+    if (!device_ || has_conds_) return;
+    const auto same_space = [&](std::uint32_t r) { return on_device(insts_[r].node) && desc_[insts_[r].node]->memory == rec_mem_; };
+    for (std::uint32_t k = 0; k < insts_.size(); ++k) {
+        const instance& in = insts_[k];
+        const std::size_t i = in.node;
+        if (!computed(i)) continue;
+        const node_desc& d = *desc_[i];
+        if (!on_device(i) || !d.memory->begin_recording || (rec_mem_ && d.memory != rec_mem_) || d.loop || d.conditional ||
+            !d.replayable || flags_[i].locked || flags_[i].immediate_write) {
+            rec_mem_ = nullptr;
+            return;
+        }
+        rec_mem_ = d.memory;
+        bool reads_own = true;
+        if (is_region_root(i))
+            for (std::uint32_t o = 0; o < in.operands; ++o) reads_own = reads_own && same_space(operand_refs_[in.first_operand + o]);
+        else
+            for (std::size_t j = 0; j < d.children; ++j) reads_own = reads_own && same_space(child_ref(in, j));
+        if (!reads_own) {
+            rec_mem_ = nullptr;
+            return;
+        }
+    }
+    if (!rec_mem_) return;
+    recordable_ = true;
+    key_len_ = 2 * insts_.size() + 1;
+    key_.resize(key_len_);
+    keys_.resize(max_recordings * key_len_);
+    rec_.assign(max_recordings, nullptr);
+    rec_evals_.assign(max_recordings, 0);
+}
+
+TYPEFLOW_DECL void plan_core::drop_recordings() noexcept {
+    for (std::size_t s = 0; s < slots_; ++s)
+        if (rec_[s]) {
+            rec_mem_->drop(rec_[s]);
+            rec_[s] = nullptr;
+        }
+    slots_ = next_slot_ = 0;
+}
+
+TYPEFLOW_DECL bool plan_core::replay_or_record(run_stats& stats) {
+    // the pointers this run's work reads and writes
+    std::size_t q = 0;
+    for (const instance& in : insts_) {
+        key_[q++] = in.ptr;
+        key_[q++] = in.buf;
+    }
+    key_[q] = work_;
+    const std::size_t bytes = key_len_ * sizeof(const void*);
+    std::size_t s = 0;
+    while (s < slots_ && std::memcmp(&keys_[s * key_len_], key_.data(), bytes) != 0) ++s;
+    if (s == slots_) {  // met for the first time: run as usual, recorded when met again
+        if (slots_ < max_recordings) {
+            s = slots_++;
+        } else {
+            s = next_slot_;
+            next_slot_ = (next_slot_ + 1) % max_recordings;
+            if (rec_[s]) rec_mem_->drop(rec_[s]);
+            rec_[s] = nullptr;
+        }
+        std::memcpy(&keys_[s * key_len_], key_.data(), bytes);
+        return false;
+    }
+    if (!rec_[s]) {
+        if (!rec_mem_->begin_recording()) return false;
+        const std::size_t before = stats.evaluations;
+        void* r = nullptr;
+        try {
+            (void)compute_all(stats, nullptr);
+            r = rec_mem_->end_recording(true);
+        } catch (...) {
+            (void)rec_mem_->end_recording(false);
+        }
+        stats.evaluations = before;
+        if (!r) {  // the device could not record this work: it runs as usual, now and from now on
+            recordable_ = false;
+            drop_recordings();
+            return false;
+        }
+        rec_[s] = r;
+        rec_evals_[s] = stats.evaluations - before;
+        ++stats.recordings;
+    }
+    rec_mem_->replay(rec_[s]);
+    stats.evaluations += rec_evals_[s];
+    ++stats.replays;
+    return true;
 }
 
 TYPEFLOW_DECL void plan_core::report_ready(const ready_hook& hook, std::size_t i) const {
@@ -266,6 +372,14 @@ TYPEFLOW_DECL void plan_core::report_ready(const ready_hook& hook, std::size_t i
         // a node in device memory: its value is copied out now (step 6 copies it again)
         if (i != n_ && device_ && on_device(f.node) && bytes_of(f.inst))
             desc_[f.node]->memory->download(fetches_[f.primary].data, insts_[f.inst].ptr, bytes_of(f.inst));
+        // the hook may wait for other threads' runs on these devices (a collective): they may enter meanwhile
+        for (std::size_t g = gates_.size(); g > 0; --g) gates_[g - 1]->leave();
+        struct reenter {
+            const typeflow::detail::pod_vector<const memory_space*>& g;
+            ~reenter() {
+                for (const memory_space* m : g) m->enter();
+            }
+        } again{gates_};
         hook.fn(hook.ctx, k, fetches_[f.primary].data);
     }
 }
@@ -289,8 +403,21 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
         feed_ptr_[i] = f->data;
         changed = changed || !(fed_[i] == fed_dims_[i]);
     }
+    // the run's device work does not interleave with other threads' on the same spaces
+    struct gate_guard {
+        const typeflow::detail::pod_vector<const memory_space*>& g;
+        std::size_t held = 0;
+        ~gate_guard() {
+            while (held) g[--held]->leave();
+        }
+    } gate{gates_};
+    for (const memory_space* m : gates_) {
+        m->enter();
+        ++gate.held;
+    }
     // 2. extents and memory, re-planned only when a dyn extent changed
     if (changed) {
+        drop_recordings();
         rebind();
         ++stats.rebinds;
     }
@@ -314,23 +441,10 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
             else in.ptr = in.buf;
         }
     }
-    // 5. compute, in topological order (an instance in a branch runs in its cond's step)
+    // 5. compute, in topological order (an instance in a branch runs in its cond's step), or replay
+    // this work's recording
     stats.evaluations = 0;
-    if (has_conds_) {
-        for (std::size_t x = 0; x + 1 < ctx_first_.size(); ++x) cursor_[x] = ctx_first_[x];
-        for (std::uint8_t& r : ran_) r = 0;
-    }
-    bool locked = false;  // locked updates wait for step 7
-    for (std::size_t i = 0; i < n_; ++i) {
-        if (!computed(i)) continue;
-        if (flags_[i].locked) {
-            locked = true;
-            continue;
-        }
-        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
-            if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
-        if (hook && ready_after_[i]) report_ready(*hook, i);
-    }
+    const bool locked = recordable_ && replay_ && !hook && replay_or_record(stats) ? false : compute_all(stats, hook);
     // 6. fetched leaves and views are copied out, and every fetch of a node in device memory
     for (const fetch& f : fetches_) {
         const node_desc& d = *desc_[f.node];
@@ -371,6 +485,25 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     for (fetch& f : fetches_)
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data()))
             f.fns->share(f.result, fetches_[f.primary].result);
+}
+
+TYPEFLOW_DECL_HOT bool plan_core::compute_all(run_stats& stats, const ready_hook* hook) {
+    if (has_conds_) {
+        for (std::size_t x = 0; x + 1 < ctx_first_.size(); ++x) cursor_[x] = ctx_first_[x];
+        for (std::uint8_t& r : ran_) r = 0;
+    }
+    bool locked = false;  // locked updates wait for step 7
+    for (std::size_t i = 0; i < n_; ++i) {
+        if (!computed(i)) continue;
+        if (flags_[i].locked) {
+            locked = true;
+            continue;
+        }
+        for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
+            if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
+        if (hook && ready_after_[i]) report_ready(*hook, i);
+    }
+    return locked;
 }
 
 TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_stats& stats) {

@@ -1,0 +1,452 @@
+// Recording a run's device work once and replaying it (what a GPU does with a
+// CUDA graph), on the CPU: a test device whose queued work is recorded into a
+// tape instead of done while the runtime records, and whose replay does the
+// tape again with the pointers and arguments it recorded. A replay that read
+// stale pointers or extents would compute wrong values, so every run here is
+// compared with the same graph on the same device with replay off.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+#include <typeflow/typeflow.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <utility>
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tf = typeflow;
+using namespace tftest;
+
+namespace tftest {
+/// A device with memory of its own whose work can be recorded and replayed.
+struct taped {
+    static constexpr int index = -7;
+    static std::string name() { return "taped"; }
+};
+struct tape {
+    std::vector<std::function<void()>> work;
+};
+struct taped_state {
+    bool recording = false;
+    bool broken = false;        // work the device cannot record was queued while recording
+    bool refuse = false;        // begin_recording says no
+    bool fail_end = false;      // end_recording fails
+    tape* current = nullptr;
+    int recordings = 0, replays = 0, dropped = 0, live_tapes = 0;
+    int entered = 0, max_entered = 0;
+    std::set<void*> live;
+    std::recursive_mutex gate;
+};
+inline taped_state& tp() {
+    static taped_state s;
+    return s;
+}
+inline void reset_taped() {
+    taped_state& s = tp();
+    s.recording = s.broken = s.refuse = s.fail_end = false;
+    s.recordings = s.replays = s.dropped = 0;
+    s.max_entered = 0;
+}
+/// Work queued on the device: done now, or recorded.
+inline void queue(std::function<void()> f) {
+    if (tp().recording) tp().current->work.push_back(std::move(f));
+    else f();
+}
+// Blocks of at least 64 KiB, reused last freed first: an arena re-planned for
+// other extents gets the same addresses, as a caching allocator's often does.
+inline std::vector<std::pair<void*, std::size_t>>& tp_pool() {
+    static std::vector<std::pair<void*, std::size_t>> free_blocks;
+    return free_blocks;
+}
+inline std::map<void*, std::size_t>& tp_caps() {
+    static std::map<void*, std::size_t> caps;
+    return caps;
+}
+inline void* tp_allocate(std::size_t bytes) {
+    const std::size_t cap = std::max<std::size_t>(bytes, std::size_t{1} << 16);
+    auto& pool = tp_pool();
+    for (std::size_t k = pool.size(); k > 0; --k)
+        if (pool[k - 1].second >= bytes) {
+            void* p = pool[k - 1].first;
+            pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(k - 1));
+            std::memset(p, 0x5A, bytes);
+            tp().live.insert(p);
+            return p;
+        }
+    void* p = std::malloc(cap);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0x5A, cap);
+    tp_caps()[p] = cap;
+    tp().live.insert(p);
+    return p;
+}
+inline void tp_free(void* p, std::size_t) noexcept {
+    tp().live.erase(p);
+    tp_pool().emplace_back(p, tp_caps()[p]);
+}
+inline void tp_zero(void* p, std::size_t bytes) {
+    queue([=] { std::memset(p, 0, bytes); });
+}
+// host memory in a copy cannot be recorded (it may change or go before the replay): a CUDA
+// capture of a pageable copy, or of a wait for the stream, fails the same way
+inline void tp_upload(void* d, const void* h, std::size_t bytes) {
+    if (tp().recording) tp().broken = true;
+    std::memcpy(d, h, bytes);
+}
+inline void tp_download(void* h, const void* d, std::size_t bytes) {
+    if (tp().recording) tp().broken = true;
+    std::memcpy(h, d, bytes);
+}
+inline void tp_copy(void* d, const void* s, std::size_t bytes) {
+    queue([=] { std::memmove(d, s, bytes); });
+}
+inline void tp_finish() {
+    if (tp().recording) tp().broken = true;
+}
+inline void tp_enter() {
+    tp().gate.lock();
+    tp().max_entered = std::max(tp().max_entered, ++tp().entered);
+}
+inline void tp_leave() noexcept {
+    --tp().entered;
+    tp().gate.unlock();
+}
+inline bool tp_begin() {
+    if (tp().refuse) return false;
+    tp().recording = true;
+    tp().broken = false;
+    tp().current = new tape;
+    ++tp().live_tapes;
+    return true;
+}
+inline void* tp_end(bool keep) noexcept {
+    taped_state& s = tp();
+    s.recording = false;
+    tape* t = s.current;
+    s.current = nullptr;
+    if (!keep || s.broken || s.fail_end) {
+        delete t;
+        --s.live_tapes;
+        return nullptr;
+    }
+    ++s.recordings;
+    return t;
+}
+inline void tp_replay(void* r) {
+    ++tp().replays;
+    for (auto& f : static_cast<tape*>(r)->work) f();
+}
+inline void tp_drop(void* r) noexcept {
+    ++tp().dropped;
+    --tp().live_tapes;
+    delete static_cast<tape*>(r);
+}
+}  // namespace tftest
+
+namespace typeflow {
+template <>
+inline constexpr bool is_device_v<tftest::taped> = true;
+template <>
+inline constexpr bool host_memory_v<tftest::taped> = false;
+template <>
+struct device_memory<tftest::taped> {
+    static constexpr memory_space value{"taped",           &tftest::tp_allocate, &tftest::tp_free,   &tftest::tp_zero,
+                                        false,             &tftest::tp_upload,   &tftest::tp_download, &tftest::tp_copy,
+                                        &tftest::tp_finish, &tftest::tp_enter,   &tftest::tp_leave,  &tftest::tp_begin,
+                                        &tftest::tp_end,   &tftest::tp_replay,   &tftest::tp_drop};
+};
+/// Regions: the reference evaluator, queued with a copy of this run's operand pointers.
+template <>
+struct fused<tftest::taped> {
+    template <class Canon, class T>
+    static void eval(const region::layout& lay, const void* const* base, void* out, const parallel_ctx& par) {
+        std::vector<const void*> b(base, base + lay.operands.size());
+        tftest::queue([&lay, b, out, par] { fused<reference>::eval<Canon, T>(lay, b.data(), out, par); });
+    }
+};
+/// Kernels: the reference kernels, queued with a copy of what their context points to.
+template <class Op>
+struct kernel<tftest::taped, Op> : kernel<reference, Op> {
+    template <class N, class Ctx>
+    static void run(const N&, const Ctx& ctx, value_type_t<N>* out) {
+        constexpr std::size_t A = N::children_list::size;
+        constexpr std::size_t O = outputs_of_v<Op>;
+        struct frame {
+            std::array<const void*, A + 1> in{};
+            std::array<dims, A + 1> d{};
+            std::array<const dims*, A + 1> dp{};
+            std::array<void*, O> outs{};
+            kernel_ctx ctx{nullptr, nullptr};
+        };
+        auto f = std::make_shared<frame>();
+        for (std::size_t j = 0; j < A; ++j) {
+            f->in[j] = ctx.in[j];
+            f->d[j] = *ctx.in_dims[j];
+            f->dp[j] = &f->d[j];
+        }
+        for (std::size_t o = 1; o < O; ++o) f->outs[o - 1] = ctx.outs[o - 1];
+        f->ctx = kernel_ctx{f->in.data(), f->dp.data(), ctx.work, ctx.st, ctx.par, f->outs.data()};
+        tftest::queue([f, out] { kernel<reference, Op>::run(N{}, f->ctx, out); });
+    }
+};
+template <class From>
+    requires host_memory_v<From>
+struct kernel<tftest::taped, op::to<tftest::taped, From>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        const auto& a = n.template child<0>();
+        tftest::tp_upload(out, ctx.input(a), static_cast<std::size_t>(ctx.dims_of(a).numel()) * sizeof(value_type_t<N>));
+    }
+};
+template <class To>
+    requires host_memory_v<To>
+struct kernel<To, op::to<To, tftest::taped>> {
+    template <class N, class Ctx>
+    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
+        const auto& a = n.template child<0>();
+        tftest::tp_download(out, ctx.input(a), static_cast<std::size_t>(ctx.dims_of(a).numel()) * sizeof(value_type_t<N>));
+    }
+};
+}  // namespace typeflow
+
+using P = tftest::taped;
+
+namespace {
+struct mlp_result {
+    std::vector<float> losses;
+    std::vector<tf::tensor<float>> weights;
+    tf::run_stats stats;
+};
+// An MLP trained for `steps` steps on batches cycling through `xs`/`ys` (rows
+// of 6 features, labels in [0, 3)), with `opt` (sgd: variables updated by a
+// swap of buffers; adam: copied with their slots).
+template <class Opt>
+mlp_result train(Opt opt, bool replay, const std::vector<tf::tensor<float>>& xs, const std::vector<tf::tensor<std::int32_t>>& ys,
+                 int steps) {
+    rng_t r(11);
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, P> x;
+    tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, P> y;
+    tf::variable<"W1", float, tf::shape<6, 5>, P> W1;
+    tf::variable<"b1", float, tf::shape<5>, P> b1;
+    tf::variable<"W2", float, tf::shape<5, 3>, P> W2;
+    W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
+    b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.1, 0.1).view());
+    W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
+    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2);
+    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
+    auto step = opt.minimize(loss);
+    tf::session s(tf::session_options{.threads = 1, .replay = replay});
+    mlp_result out;
+    for (int i = 0; i < steps; ++i) {
+        const std::size_t b = static_cast<std::size_t>(i) % xs.size();
+        out.losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xs[b]), tf::feed(y, ys[b])))[0]);
+    }
+    out.weights = {W1.value().clone(), b1.value().clone(), W2.value().clone()};
+    out.stats = s.stats();
+    return out;
+}
+void expect_same(const mlp_result& a, const mlp_result& b) {
+    REQUIRE(a.losses.size() == b.losses.size());
+    for (std::size_t i = 0; i < a.losses.size(); ++i) {
+        INFO("step " << i);
+        CHECK(a.losses[i] == b.losses[i]);  // the same kernels on the same values: bit for bit
+    }
+    for (std::size_t w = 0; w < a.weights.size(); ++w)
+        for (tf::index_t k = 0; k < a.weights[w].size(); ++k) {
+            INFO("weight " << w << " element " << k);
+            CHECK(a.weights[w][k] == b.weights[w][k]);
+        }
+}
+struct batches {
+    std::vector<tf::tensor<float>> xs;
+    std::vector<tf::tensor<std::int32_t>> ys;
+};
+batches make_batches(std::initializer_list<tf::index_t> rows) {
+    rng_t r(5);
+    batches b;
+    for (tf::index_t n : rows) {
+        b.xs.push_back(uniform_tensor<float>(r, tf::dims{n, 6}, 0, 0, -1, 1));
+        b.ys.push_back(uniform_tensor<std::int32_t>(r, tf::dims{n}, 0, 2, 0, 0));
+    }
+    return b;
+}
+}  // namespace
+
+TEST_CASE("replay: a training step recorded once and replayed follows the runs it replaces", "[replay]") {
+    // three different batches of one shape: a replay reads each run's feed
+    const batches b = make_batches({16, 16, 16});
+    SECTION("sgd: variables swap buffers, so two pointer sets alternate and each is recorded") {
+        reset_taped();
+        const mlp_result on = train(tf::train::sgd(0.3f), true, b.xs, b.ys, 9);
+        CHECK(tp().recordings == 2);  // runs 3 and 4, after each pointer set was met once
+        CHECK(on.stats.recordings == 2);
+        CHECK(tp().replays == 7);  // runs 3..9
+        CHECK(on.stats.replays == 7);
+        const mlp_result off = train(tf::train::sgd(0.3f), false, b.xs, b.ys, 9);
+        CHECK(off.stats.replays == 0);
+        CHECK(tp().recordings == 2);
+        expect_same(on, off);
+        // the losses move: the replays computed and updated, they did not repeat a result
+        CHECK(on.losses[8] < on.losses[0]);
+    }
+    SECTION("adam: variables and slots are copied, its step counter swaps") {
+        reset_taped();
+        const mlp_result on = train(tf::train::adam(0.05f), true, b.xs, b.ys, 8);
+        CHECK(on.stats.recordings == 2);
+        CHECK(on.stats.replays == 6);
+        const mlp_result off = train(tf::train::adam(0.05f), false, b.xs, b.ys, 8);
+        expect_same(on, off);
+        CHECK(on.losses[7] < on.losses[0]);
+    }
+    CHECK(tp().live_tapes == 0);  // every recording was dropped with its plan
+    CHECK(tp().live.empty());
+    CHECK(tp().entered == 0);
+}
+
+TEST_CASE("replay: a new batch size re-plans and records again", "[replay]") {
+    // batches of 16, 9 and 12 rows; the 12-row binding's arena reuses the 16-row one's addresses, so
+    // only dropping recordings at a re-plan keeps the 16-row recording from replaying on 12 rows
+    const batches b = make_batches({16, 16, 16, 9, 12, 12, 12, 12});
+    reset_taped();
+    const mlp_result on = train(tf::train::adam(0.05f), true, b.xs, b.ys, 8);
+    const mlp_result off = train(tf::train::adam(0.05f), false, b.xs, b.ys, 8);
+    expect_same(on, off);
+    // two pointer sets alternate (adam's step counter swaps): a binding's third run is the first recorded
+    CHECK(on.stats.rebinds == 3);
+    CHECK(on.stats.recordings == 3);  // runs 2, 6 and 7
+    CHECK(on.stats.replays == 3);
+    CHECK(tp().dropped == 3);  // one at the re-plan for 9 rows, two with the plan
+}
+
+TEST_CASE("replay: a re-plan drops the recordings even when its buffers come back at the same addresses", "[replay]") {
+    reset_taped();
+    tf::placeholder<"x", float, tf::shape<tf::dyn>, P> x;
+    tf::session s;
+    auto y = tf::sum(x * x);
+    const auto fill = [](tf::index_t n, float v) {
+        tf::tensor<float> t(tf::dims{n});
+        for (tf::index_t i = 0; i < n; ++i) t[i] = v;
+        return t;
+    };
+    CHECK(s.run(y, tf::feed(x, fill(16, 1)))[0] == 16.0f);
+    CHECK(s.run(y, tf::feed(x, fill(16, 1)))[0] == 16.0f);  // recorded
+    CHECK(s.stats().recordings == 1);
+    CHECK(s.run(y, tf::feed(x, fill(13, 1)))[0] == 13.0f);  // a second arena
+    // the first arena's block again, and the same offsets in it: the pointers of the 16-element
+    // recording, which must not replay on 12 elements
+    CHECK(s.run(y, tf::feed(x, fill(12, 2)))[0] == 48.0f);
+    CHECK(s.run(y, tf::feed(x, fill(12, 2)))[0] == 48.0f);
+    CHECK(s.stats().recordings == 2);
+    CHECK(s.stats().replays == 2);
+}
+
+TEST_CASE("replay: host values read by the graph reach a replay", "[replay]") {
+    reset_taped();
+    tf::placeholder<"x", float, tf::shape<4>, P> x;
+    tf::variable<"v", float, tf::shape<4>, P> v;
+    tf::scalar<float, P> k(2.0f);
+    const std::vector<float> zero{0, 0, 0, 0};
+    v.load(tf::view(zero));
+    tf::session s;
+    auto out = tf::exp(x * k) + v * 3.0f;
+    const auto eval = [&](std::vector<float> xv) { return s.run(out, tf::feed(x, xv)).to_vector(); };
+    (void)eval({0, 0, 0, 0});
+    (void)eval({0, 0, 0, 0});  // recorded
+    REQUIRE(s.stats().recordings == 1);
+    // a new feed, then a host write of the variable: the replays see both
+    std::vector<float> got = eval({0.5f, 1, 0, -1});
+    CHECK(s.stats().replays == 2);
+    for (int i = 0; i < 4; ++i) CHECK(got[i] == std::exp(std::vector<float>{0.5f, 1, 0, -1}[i] * 2.0f));
+    v.value()[2] = 1.0f;
+    got = eval({0, 0, 0, 0});
+    CHECK(s.stats().replays == 3);
+    CHECK(got == std::vector<float>{1, 1, 4, 1});
+}
+
+TEST_CASE("replay: runs that cannot be recorded run as before", "[replay]") {
+    const batches b = make_batches({16, 16, 16});
+    SECTION("the device refuses to record") {
+        reset_taped();
+        tp().refuse = true;
+        const mlp_result on = train(tf::train::adam(0.05f), true, b.xs, b.ys, 6);
+        const mlp_result off = train(tf::train::adam(0.05f), false, b.xs, b.ys, 6);
+        CHECK(on.stats.replays == 0);
+        expect_same(on, off);
+    }
+    SECTION("a recording fails: the run is done as usual, and the plan records no more") {
+        reset_taped();
+        tp().fail_end = true;
+        const mlp_result on = train(tf::train::adam(0.05f), true, b.xs, b.ys, 6);
+        CHECK(tp().live_tapes == 0);
+        CHECK(on.stats.replays == 0);
+        CHECK(on.stats.recordings == 0);
+        tp().fail_end = false;
+        const mlp_result off = train(tf::train::adam(0.05f), false, b.xs, b.ys, 6);
+        expect_same(on, off);
+    }
+    SECTION("a graph that reads host memory between kernels (a transfer from the host)") {
+        reset_taped();
+        tf::placeholder<"h", float, tf::shape<3>> h;  // on the host
+        tf::session s;
+        auto y = tf::to<P>(h) * 2.0f + 1.0f;
+        const std::vector<float> hv{1, 2, 3};
+        for (int i = 0; i < 4; ++i) CHECK(s.run(y, tf::feed(h, hv)).to_vector() == std::vector<float>{3, 5, 7});
+        CHECK(s.stats().recordings == 0);
+        CHECK(tp().replays == 0);
+    }
+    SECTION("a run that reports fetches as they become final (run_streaming)") {
+        reset_taped();
+        tf::placeholder<"x", float, tf::shape<3>, P> x;
+        tf::session s;
+        auto y = x * 2.0f;
+        const std::vector<float> xv{1, 2, 3};
+        for (int i = 0; i < 4; ++i) {
+            std::vector<float> seen;
+            s.run_streaming(tf::fetch(y), [&](std::size_t, const void* d) {
+                seen.assign(static_cast<const float*>(d), static_cast<const float*>(d) + 3);
+            }, tf::feed(x, xv));
+            CHECK(seen == std::vector<float>{2, 4, 6});
+        }
+        CHECK(s.stats().replays == 0);
+    }
+    CHECK(tp().entered == 0);
+}
+
+TEST_CASE("replay: runs on one device do not interleave, and bad input leaves nothing held", "[replay]") {
+    reset_taped();
+    tf::placeholder<"x", float, tf::shape<tf::dyn>, P> x;
+    tf::session s;
+    auto y = tf::sum(x * x);
+    const tf::tensor<float> wrong(tf::dims{2, 3});
+    CHECK_THROWS_WITH(s.run(y, tf::feed(x, wrong)), Catch::Contains("'x'"));
+    CHECK(tp().entered == 0);
+    // two threads running plans of one session on the device: each run holds it alone
+    const tf::tensor<float> xv = [] {
+        tf::tensor<float> t(tf::dims{1000});
+        for (tf::index_t i = 0; i < 1000; ++i) t[i] = 0.5f;
+        return t;
+    }();
+    std::vector<float> got(2);
+    std::thread t([&] {
+        for (int i = 0; i < 50; ++i) got[0] = s.run(y, tf::feed(x, xv))[0];
+    });
+    for (int i = 0; i < 50; ++i) got[1] = s.run(y, tf::feed(x, xv))[0];
+    t.join();
+    CHECK(got[0] == 250.0f);
+    CHECK(got[1] == 250.0f);
+    CHECK(tp().max_entered == 1);
+    CHECK(tp().entered == 0);
+    CHECK(s.stats().replays > 0);
+}
