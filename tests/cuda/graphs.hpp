@@ -2,6 +2,7 @@
 #pragma once
 #include <typeflow/typeflow.hpp>
 
+#include <tuple>
 #include <vector>
 
 namespace tftest {
@@ -22,6 +23,34 @@ std::vector<tf::tensor<T>> pools_on(const tf::tensor<T>& tx, const tf::tensor<T>
                                            tf::max_pool2d_grad_grad<KH, KW>(x, g, st, pad)),
                                  tf::feed(x, tx), tf::feed(dy, tdy), tf::feed(g, tg));
     return {a, b, c, d, e};
+}
+
+// Every array op on [dyn, 5, 4] and [dyn, 3, 4] operands of device D, with
+// the gradient of a weighted sum of all of them with respect to both.
+template <class D>
+std::vector<tf::tensor<float>> arrays_on(const tf::tensor<float>& xv, const tf::tensor<float>& yv) {
+    constexpr auto reflect = tf::pad_mode::reflect;
+    constexpr auto symmetric = tf::pad_mode::symmetric;
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 5, 4>, D> x;
+    tf::placeholder<"y", float, tf::shape<tf::dyn, 3, 4>, D> y;
+    auto cat = tf::concat<1>(x, y, x);                        // [n, 13, 4]
+    auto cat0 = tf::concat<0>(y, y);                          // [2n, 3, 4]
+    auto sl = tf::slice<0, 1, 1>(x, tf::sizes<-1, 3, 2>);    // [n, 3, 2]
+    auto parts = tf::split<1>(x, tf::sizes<2, -1, 1>);       // [n, 2|2|1, 4]
+    auto pc = tf::pad<tf::paddings<tf::pad_width{0, 1}, tf::pad_width{2, 0}, tf::pad_width{1, 3}>>(y, 2.5f);
+    auto pr = tf::pad<tf::paddings<tf::pad_width{0, 0}, tf::pad_width{2, 1}, tf::pad_width{3, 2}>, reflect>(x);
+    auto ps = tf::pad<tf::paddings<tf::pad_width{1, 0}, tf::pad_width{3, 2}, tf::pad_width{0, 4}>, symmetric>(y);
+    auto tl = tf::tile<2, 1, 3>(y);
+    auto st = tf::stack<1>(y, y);                             // [n, 2, 3, 4]
+    auto loss = tf::sum(cat * cat) + tf::sum(tf::sin(cat0)) + tf::sum(sl * sl * sl) + tf::sum(std::get<0>(parts) * 3.0f) +
+                tf::sum(std::get<1>(parts) * std::get<1>(parts)) + tf::sum(tf::exp(std::get<2>(parts))) + tf::sum(pc * pc) +
+                tf::sum(tf::tanh(pr) * pr) + tf::sum(ps * ps * ps) + tf::sum(tl * tl) + tf::sum(tf::cos(st));
+    auto [gx, gy] = tf::grad(loss, x, y);
+    tf::session s;
+    auto [a, b, cc, d, e, f, g, h, i, j, k, l, m, o] =
+        s.run(tf::fetch(cat, cat0, sl, std::get<0>(parts), std::get<1>(parts), std::get<2>(parts), pc, pr, ps, tl, st, loss, gx, gy),
+              tf::feed(x, xv), tf::feed(y, yv));
+    return {a, b, cc, d, e, f, g, h, i, j, k, l, m, o};
 }
 
 }  // namespace tftest

@@ -9,6 +9,7 @@
 #include "../support.hpp"
 #include "../device_support.hpp"
 #include "compare.hpp"
+#include "graphs.hpp"
 
 #include <typeflow/typeflow.hpp>
 
@@ -361,6 +362,66 @@ TEST_CASE("cuda a training step recorded as a CUDA graph and replayed follows th
     CHECK(s.run(y, tf::feed(x, xs))[0] == 8.0f);
     CHECK(tf::cuda::launch_count().load() - l0 == 3);
     CHECK(s.stats().replays == 2);
+}
+
+namespace {
+// A dense layer, with and without ReLU, and with transposed operands, on device D.
+template <class D, class T, bool TA, bool TB>
+std::vector<tf::tensor<T>> dense_on(const tf::tensor<T>& av, const tf::tensor<T>& wv, const tf::tensor<T>& bv) {
+    using AS = std::conditional_t<TA, tf::shape<37, tf::dyn>, tf::shape<tf::dyn, 37>>;
+    using WS = std::conditional_t<TB, tf::shape<29, 37>, tf::shape<37, 29>>;
+    tf::placeholder<"a", T, AS, D> a;
+    tf::placeholder<"w", T, WS, D> w;
+    tf::placeholder<"b", T, tf::shape<29>, D> b;
+    tf::session s;
+    auto [r, p] = s.run(tf::fetch(tf::relu(tf::matmul(a, w, tf::transpose_flags<TA, TB>{}) + b), tf::matmul(a, w, tf::transpose_flags<TA, TB>{}) * T(2) + b), tf::feed(a, av),
+                        tf::feed(w, wv), tf::feed(b, bv));
+    auto plain = s.run(b + tf::matmul(a, w, tf::transpose_flags<TA, TB>{}), tf::feed(a, av), tf::feed(w, wv), tf::feed(b, bv));
+    return {r, p, plain};
+}
+template <class T, bool TA, bool TB>
+void check_dense(rng_t& r, tf::index_t rows) {
+    INFO("rows " << rows << " ta " << TA << " tb " << TB << " " << (sizeof(T) == 4 ? "float" : "double"));
+    const auto av = uniform_tensor<T>(r, TA ? tf::dims{37, rows} : tf::dims{rows, 37}, 0, 0, -1, 1);
+    const auto wv = uniform_tensor<T>(r, TB ? tf::dims{29, 37} : tf::dims{37, 29}, 0, 0, -1, 1);
+    const auto bv = uniform_tensor<T>(r, tf::dims{29}, 0, 0, -1, 1);
+    const auto g = dense_on<G, T, TA, TB>(av, wv, bv), c = dense_on<tf::cpu, T, TA, TB>(av, wv, bv);
+    for (std::size_t i = 0; i < g.size(); ++i) expect_close("output " + std::to_string(i), g[i], c[i], sizeof(T) == 4 ? 1e-5 : 1e-12);
+}
+}  // namespace
+
+TEST_CASE("cuda a dense layer's bias and ReLU run in the GEMM (cuBLASLt epilogues) as on the cpu", "[cuda]") {
+    rng_t r(23);
+    for (tf::index_t rows : {1, 5, 64, 257}) {
+        check_dense<float, false, false>(r, rows);
+        check_dense<float, true, false>(r, rows);
+        check_dense<float, false, true>(r, rows);
+        check_dense<double, false, false>(r, rows);
+        check_dense<double, true, true>(r, rows);
+    }
+    // the layer is one launch: the feed's upload, the GEMM, the download
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 37>, G> x;
+    tf::variable<"W", float, tf::shape<37, 29>, G> W{tf::init::glorot_uniform{}};
+    tf::variable<"b", float, tf::shape<29>, G> b{tf::init::uniform{-0.1, 0.1}};
+    tf::session s(tf::session_options{.replay = false});
+    const auto xv = uniform_tensor<float>(r, tf::dims{8, 37}, 0, 0, -1, 1);
+    auto y = tf::relu(tf::matmul(x, W) + b);
+    (void)s.run(y, tf::feed(x, xv));
+    const unsigned long long l0 = tf::cuda::launch_count().load();
+    (void)s.run(y, tf::feed(x, xv));
+    CHECK(tf::cuda::launch_count().load() - l0 == 3);
+}
+
+TEST_CASE("cuda array ops and their gradients match the cpu", "[cuda]") {
+    rng_t r(29);
+    const char* names[] = {"concat<1>", "concat<0>", "slice", "split 0", "split 1", "split 2", "pad constant", "pad reflect",
+                           "pad symmetric", "tile", "stack", "loss", "gradient x", "gradient y"};
+    for (tf::index_t rows : {1, 7, 64}) {
+        const auto xv = uniform_tensor<float>(r, tf::dims{rows, 5, 4}, 0, 0, -1, 1);
+        const auto yv = uniform_tensor<float>(r, tf::dims{rows, 3, 4}, 0, 0, -1, 1);
+        const auto g = arrays_on<G>(xv, yv), c = arrays_on<tf::cpu>(xv, yv);
+        for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(rows) + " rows: " + names[i], g[i], c[i], 2e-5);
+    }
 }
 
 TEST_CASE("cuda variables: the host sees gpu updates and gpu runs see host writes", "[cuda]") {

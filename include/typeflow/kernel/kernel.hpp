@@ -13,6 +13,11 @@
 //         plan reserves for the kernel (ctx.workspace() during run);
 //       using state = S;  an object (default-constructed) kept per node across
 //         runs of one plan (ctx.state<S>() during run);
+//       static void run_epilogue(const N& n, const Ctx& ctx, T* out,
+//                                const epilogue& e)  the op's result with a
+//         bias along its last axis added, and then a ReLU if e.relu, in the
+//         same call (cuBLASLt's epilogues): the plan calls it for a matmul
+//         whose only reader is `add(matmul, b)` or `relu(add(matmul, b))`;
 //       static constexpr bool replayable = false;  the kernel's queued work
 //         depends on more than its pointers, extents and state (a host
 //         counter, a host value read at run time), so a run that holds it is
@@ -34,6 +39,14 @@
 #include <typeflow/expr/ops/assign.hpp>
 
 namespace typeflow {
+
+/// What a kernel's run_epilogue adds to its result in the same call: a
+/// vector along the result's last axis (its elements in this run), then a
+/// ReLU when `relu`.
+struct epilogue {
+    const void* bias = nullptr;
+    bool relu = false;
+};
 
 /// Where a device's buffers come from: the plan keeps one arena per memory
 /// space for the nodes of the devices that use it.

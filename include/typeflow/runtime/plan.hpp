@@ -129,6 +129,7 @@ struct node_desc {
     dims (*infer)(const dims* const*) = nullptr;               // rule == function
     bool (*forwards)(const dims* const*) = nullptr;  // kernel nodes: true when the result is child 0 as is (aliased)
     void (*eval)(const kernel_ctx&, void*) = nullptr;  // kernel nodes
+    void (*eval_epilogue)(const kernel_ctx&, void*, const epilogue&) = nullptr;  // kernels with run_epilogue
     std::size_t (*workspace)(const kernel_ctx&) = nullptr;  // kernel nodes that ask for scratch memory
     std::size_t outputs = 1;                // results a kernel node computes
     const std::size_t* output_sizes = nullptr;  // outputs > 1: bytes per element of each
@@ -261,6 +262,19 @@ private:
 
     // an assign's value goes into its variable (child 0)
     void write(std::size_t i, const instance& in);
+    // ---- a bias (and ReLU) computed by the matmul before it (kernel::run_epilogue) ----
+    // A matmul instance m whose only reader is region root r = add(m, b) or
+    // relu(add(m, b)) (the add fused), with b a vector ready before m: in a
+    // binding where m is 2-D and r and b fit, m's kernel computes r's value
+    // into m's buffer and r reads as m (its readers see m's buffer).
+    struct epilogue_pair {
+        std::uint32_t m = 0, r = 0, bias = 0;
+        bool relu = false;
+        bool on = false;  // in this binding
+    };
+    void plan_epilogues();
+    typeflow::detail::pod_vector<epilogue_pair> epis_;
+    typeflow::detail::pod_vector<std::uint32_t> epi_at_;  // per instance: its pair in epis_ (m or r), or none
     // step 5 of a run: every computed instance, in order; true when locked updates wait for step 7
     bool compute_all(run_stats& stats, const ready_hook* hook);
 
@@ -503,6 +517,10 @@ template <class Device, class Sig>
 void eval_kernel(const kernel_ctx& ctx, void* out) {
     kernel<Device, typename Sig::op>::run(Sig{}, ctx, static_cast<typename Sig::value_type*>(out));
 }
+template <class Device, class Sig>
+void eval_kernel_epilogue(const kernel_ctx& ctx, void* out, const epilogue& e) {
+    kernel<Device, typename Sig::op>::run_epilogue(Sig{}, ctx, static_cast<typename Sig::value_type*>(out), e);
+}
 template <class K>
 std::size_t kernel_workspace(const kernel_ctx& ctx) {
     return K::workspace_bytes(ctx);
@@ -700,6 +718,16 @@ struct op_desc {
             using fn = void (*)(const kernel_ctx&, void*);
             if constexpr (is_kernel && has_backend<Device>) {
                 if constexpr (kernel_exists<Device, Op>()) return fn{&eval_kernel<Device, kernel_sig>};
+                else return fn{};
+            } else {
+                return fn{};
+            }
+        }(),
+        .eval_epilogue = [] {
+            using fn = void (*)(const kernel_ctx&, void*, const epilogue&);
+            if constexpr (is_kernel && has_backend<Device>) {
+                if constexpr (requires { &kernel<Device, Op>::template run_epilogue<kernel_sig, kernel_ctx>; })
+                    return fn{&eval_kernel_epilogue<Device, kernel_sig>};
                 else return fn{};
             } else {
                 return fn{};

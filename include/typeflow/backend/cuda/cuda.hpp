@@ -1,12 +1,13 @@
 // typeflow/backend/cuda/cuda.hpp — the CUDA backend (devices `tf::gpu<N>`):
 // fused element-wise regions as generated kernels, matmul through cuBLAS,
-// reductions, softmax, one_hot, conv2d through cuDNN, pooling, the fused
+// reductions, softmax, one_hot, the array ops, conv2d through cuDNN, pooling, the fused
 // LSTM recurrence, transfers to and from the host. Included by
 // <typeflow/typeflow.hpp> when nvcc compiles it (TYPEFLOW_NO_CUDA turns that
 // off).
 #pragma once
 #include <typeflow/backend/cuda/fused.hpp>
 #include <typeflow/backend/cuda/ops/apply.hpp>
+#include <typeflow/backend/cuda/ops/array.hpp>
 #include <typeflow/backend/cuda/ops/conv.hpp>
 #include <typeflow/backend/cuda/ops/matmul.hpp>
 #include <typeflow/backend/cuda/ops/nn.hpp>

@@ -6,6 +6,7 @@
 #if !defined(__CUDACC__)
 #error "typeflow/backend/cuda needs nvcc (the CPU library compiles without it)"
 #endif
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -65,6 +66,7 @@ struct device_context {
     int index = 0;
     cudaStream_t stream = nullptr;
     cublasHandle_t blas = nullptr;
+    cublasLtHandle_t lt = nullptr;  // cuBLASLt: GEMMs with a bias (and ReLU) epilogue
     error_word* err = nullptr;  // mapped pinned host memory: kernels write it, the host reads it
     void* ones = nullptr;       // `ones_count` floats of 1 (doubles: `ones_d`)
     std::size_t ones_count = 0;
@@ -106,6 +108,7 @@ inline void init_context(device_context& c, int n) {
     // nothing while a run is recorded as a CUDA graph
     check(cudaMalloc(&c.blas_workspace, blas_workspace_bytes), who, "cudaMalloc (cuBLAS workspace)");
     check(cublasSetWorkspace(c.blas, c.blas_workspace, blas_workspace_bytes), who, "cublasSetWorkspace");
+    check(cublasLtCreate(&c.lt), who, "cublasLtCreate");
     check(cudaHostAlloc(reinterpret_cast<void**>(&c.err), sizeof(error_word), cudaHostAllocMapped), who, "cudaHostAlloc");
     *c.err = error_word{};
 }

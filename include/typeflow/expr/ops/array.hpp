@@ -242,6 +242,25 @@ constexpr index_t pad_source(pad_mode m, index_t i, index_t before, index_t e) {
     if (m == pad_mode::reflect) return j < 0 ? -j : 2 * (e - 1) - j;
     return j < 0 ? -j - 1 : 2 * e - 1 - j;
 }
+/// The output positions along one axis that a REFLECT / SYMMETRIC pad reads
+/// from input position j (the position itself first, at most 3): what its
+/// adjoint sums (pad_grad's kernels on every backend).
+struct pad_positions {
+    std::array<index_t, 3> at{};
+    int n = 0;
+};
+constexpr pad_positions pad_sources_of(pad_mode m, index_t j, index_t before, index_t after, index_t e) {
+    pad_positions p;
+    p.at[p.n++] = j + before;
+    const index_t shift = m == pad_mode::reflect ? 0 : 1;  // symmetric repeats the edge
+    // left: output o < before reads before - o - shift
+    const index_t left = before - j - shift;
+    if (left >= 0 && left < before) p.at[p.n++] = left;
+    // right: output o >= before + e reads 2e - 2 + shift - (o - before)
+    const index_t right = before + 2 * e - 2 + shift - j;
+    if (right >= before + e && right < before + e + after) p.at[p.n++] = right;
+    return p;
+}
 struct pad_result {
     dims out;
     bool rank_ok = true, fits = true;

@@ -259,7 +259,62 @@ TYPEFLOW_DECL void plan_core::finish() {
     }
     base_.resize(max_operands_ + 1);
     opinfo_.resize(max_operands_ + 1);
+    plan_epilogues();
     plan_recording();
+}
+
+TYPEFLOW_DECL void plan_core::plan_epilogues() {
+    epi_at_.assign(insts_.size(), none);
+    // per node: how many edges read its elements, and the last such reader
+    array<std::uint32_t> readers(n_), reader(n_);
+    for (const graph::edge& e : edges_)
+        if (!e.extents_only) {
+            ++readers[e.child];
+            reader[e.child] = static_cast<std::uint32_t>(e.parent);
+        }
+    const auto single = [&](std::size_t i) { return first_inst_[i] != none && insts_[first_inst_[i]].next == none; };
+    const auto shared = [&](std::size_t i) {
+        for (const shared_read& s : shared_)
+            if (s.node == i) return true;
+        return false;
+    };
+    for (std::size_t m = 0; m < n_; ++m) {
+        const node_desc& d = *desc_[m];
+        if (!d.eval_epilogue || !computed(m) || flags_[m].fetched || readers[m] != 1 || !single(m) || shared(m)) continue;
+        const std::size_t add = reader[m];
+        if (desc_[add]->kind != op_kind::elementwise || desc_[add]->name != "add" || flags_[add].assign || shared(add)) continue;
+        std::size_t r = add;
+        bool relu = false;
+        if (!flags_[add].materialized) {  // fused: its one reader is a relu that roots the region
+            if (flags_[add].fetched || readers[add] != 1) continue;
+            r = reader[add];
+            if (desc_[r]->name != "relu" || desc_[r]->kind != op_kind::elementwise || flags_[r].assign || shared(r)) continue;
+            relu = true;
+        }
+        if (!is_region_root(r) || !single(r) || desc_[r]->memory != d.memory || desc_[r]->type != d.type) continue;
+        if (flags_[r].fetched && !on_device(r)) continue;  // computed straight into its result tensor
+        std::size_t kids[2] = {n_, n_}, data = 0;
+        for (std::size_t e = first_edge_[add]; e < first_edge_[add + 1]; ++e)
+            if (!edges_[e].control) {
+                if (data < 2) kids[data] = edges_[e].child;
+                ++data;
+            }
+        if (data != 2 || desc_[r]->control_inputs != 0) continue;
+        const std::size_t b = kids[0] == m ? kids[1] : kids[1] == m ? kids[0] : n_;
+        // the bias: a leaf or a node computed before the matmul, in the same memory and dtype
+        if (b == n_ || b == m || !(flags_[b].leaf || (computed(b) && b < m)) || !single(b) || desc_[b]->type != d.type ||
+            desc_[b]->memory != d.memory || desc_[b]->static_dims.rank != 1)
+            continue;
+        epilogue_pair p;
+        p.m = first_inst_[m];
+        p.r = first_inst_[r];
+        p.bias = first_inst_[b];
+        p.relu = relu;
+        epi_at_[p.m] = epi_at_[p.r] = static_cast<std::uint32_t>(epis_.size());
+        epis_.push_back(p);
+        // the matmul's buffer holds the region's value: it lives as long as the region's would
+        last_[m] = std::max(last_[m], last_[r]);
+    }
 }
 
 TYPEFLOW_DECL void plan_core::plan_recording() {
@@ -437,6 +492,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
                 in.ptr = static_cast<const std::byte*>(src.ptr) + extra_off_[src.first_extra + d.output_index - 1];
             } else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
             else if (d.forwards && forwarded_[k]) in.ptr = insts_[child_ref(in, 0)].ptr;
+            else if (epi_at_[k] != none && epis_[epi_at_[k]].on && epis_[epi_at_[k]].r == k) in.ptr = insts_[epis_[epi_at_[k]].m].buf;
             else if (device_ && swap_[k]) in.ptr = in.buf = next_buffer(k);
             else in.ptr = in.buf;
         }
@@ -514,6 +570,8 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
         if (in.buf && bytes_of(k) && !(device_ && on_device(i))) std::memcpy(in.buf, in.ptr, bytes_of(k));
         return;
     }
+    const epilogue_pair* epi = epi_at_[k] != none && epis_[epi_at_[k]].on ? &epis_[epi_at_[k]] : nullptr;
+    if (epi && epi->r == k) return;  // its matmul computed it
     if (d.kind == op_kind::elementwise) {
         for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
         region_fn_[i](regions_[k], base_.data(), in.buf, par_);
@@ -529,7 +587,9 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
         }
         for (std::size_t o = 1; o < d.outputs; ++o)
             out_ptr_[o - 1] = static_cast<std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
-        d.eval(kernel_ctx{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()}, in.buf);
+        const kernel_ctx kc{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()};
+        if (epi) d.eval_epilogue(kc, in.buf, epilogue{insts_[epi->bias].ptr, epi->relu});
+        else d.eval(kc, in.buf);
     }
     ++stats.evaluations;
     if (flags_[i].immediate_write) write(i, in);
@@ -861,6 +921,11 @@ TYPEFLOW_DECL void plan_core::rebind() {
                 if (!count_elements(e, nd.output_sizes[o]).ok) check_extents(nd.name, nd.type, nd.output_sizes[o], e);
             }
         }
+    }
+    // epilogues: on where the matmul is 2-D and the bias runs along its last axis
+    for (epilogue_pair& p : epis_) {
+        const dims& dm = d[p.m];
+        p.on = dm.rank == 2 && d[p.r] == dm && d[p.bias].rank == 1 && d[p.bias].d[0] == dm.d[1];
     }
     // fused regions: loop structure
     std::unique_ptr<region::layout[]> regions(new region::layout[insts_.size()]);

@@ -1,8 +1,13 @@
 // typeflow/backend/cuda/ops/matmul.hpp — matmul (2-D, batched, transposed
-// operands) through one cuBLAS strided-batched GEMM in full fp32 or fp64, and
-// the transfers between the host and a GPU.
+// operands) through one cuBLAS strided-batched GEMM in full fp32 or fp64; a
+// 2-D matmul with the bias (and ReLU) the plan pairs with it through one
+// cuBLASLt GEMM with the BIAS or RELU_BIAS epilogue; the transfers between
+// the host and a GPU.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include <typeflow/backend/cuda/runtime.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
@@ -35,6 +40,90 @@ void gemm(device_context& c, bool ta, bool tb, index_t m, index_t n, index_t k, 
     else static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "typeflow: matmul on a GPU: float or double");
 }
 
+/// out[i, j] = act(out[i, j] + bias[j]) over rows x cols, act a ReLU or nothing
+/// (the epilogue when cuBLASLt offers no algorithm for it).
+template <class T>
+__global__ void bias_act_kernel(T* out, const T* bias, index_t rows, index_t cols, bool relu) {
+    const index_t n = rows * cols;
+    for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += static_cast<index_t>(gridDim.x) * blockDim.x) {
+        const T v = static_cast<T>(out[e] + bias[e % cols]);
+        out[e] = relu ? (v > T(0) ? v : T(0)) : v;
+    }
+}
+
+/// One cuBLASLt GEMM with a bias epilogue, for one set of extents: its
+/// descriptors and the algorithm cuBLASLt's heuristic chose, kept in the
+/// matmul node's state and rebuilt when the extents change.
+struct lt_matmul {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool ok = false;  // an algorithm was found
+    index_t key[6] = {-1, -1, -1, -1, -1, -1};
+
+    lt_matmul() = default;
+    lt_matmul(const lt_matmul&) = delete;
+    lt_matmul& operator=(const lt_matmul&) = delete;
+    ~lt_matmul() { release(); }
+    void release() noexcept {
+        if (op) (void)cublasLtMatmulDescDestroy(op);
+        if (la) (void)cublasLtMatrixLayoutDestroy(la);
+        if (lb) (void)cublasLtMatrixLayoutDestroy(lb);
+        if (ld) (void)cublasLtMatrixLayoutDestroy(ld);
+        op = nullptr, la = lb = ld = nullptr;
+        ok = false;
+    }
+    /// Readies C = act(op(A) op(B) + bias) for row-major operands (as gemm);
+    /// false when cuBLASLt has no algorithm for it.
+    template <class T>
+    bool prepare(device_context& c, bool ta, bool tb, index_t m, index_t n, index_t k, index_t lda, index_t ldb, bool relu,
+                 std::string_view what) {
+        const index_t want[6] = {m, n, k, lda, ldb, (ta ? 1 : 0) + (tb ? 2 : 0) + (relu ? 4 : 0)};
+        if (std::equal(want, want + 6, key)) return ok;
+        release();
+        std::copy(want, want + 6, key);
+        constexpr index_t lim = std::numeric_limits<int>::max();
+        if (m > lim || n > lim || k > lim) return false;
+        constexpr bool f32 = std::is_same_v<T, float>;
+        const cudaDataType_t dt = f32 ? CUDA_R_32F : CUDA_R_64F;
+        check(cublasLtMatmulDescCreate(&op, f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F, dt), what, "cublasLtMatmulDescCreate");
+        // the column-major product C^T = op(B)^T op(A)^T, as gemm: cuBLASLt's A is our B
+        const cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+        check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what, "cublasLtMatmulDescSetAttribute");
+        check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), what, "cublasLtMatmulDescSetAttribute");
+        check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what, "cublasLtMatmulDescSetAttribute");
+        check(cublasLtMatrixLayoutCreate(&la, dt, static_cast<std::uint64_t>(tb ? k : n), static_cast<std::uint64_t>(tb ? n : k), ldb), what,
+              "cublasLtMatrixLayoutCreate");
+        check(cublasLtMatrixLayoutCreate(&lb, dt, static_cast<std::uint64_t>(ta ? m : k), static_cast<std::uint64_t>(ta ? k : m), lda), what,
+              "cublasLtMatrixLayoutCreate");
+        check(cublasLtMatrixLayoutCreate(&ld, dt, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(m), n), what,
+              "cublasLtMatrixLayoutCreate");
+        cublasLtMatmulPreference_t pref = nullptr;
+        check(cublasLtMatmulPreferenceCreate(&pref), what, "cublasLtMatmulPreferenceCreate");
+        const std::size_t ws = blas_workspace_bytes;
+        cublasLtMatmulHeuristicResult_t res{};
+        int found = 0;
+        cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulAlgoGetHeuristic(c.lt, op, la, lb, ld, ld, pref, 1, &res, &found);
+        (void)cublasLtMatmulPreferenceDestroy(pref);
+        ok = st == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS;
+        if (ok) algo = res.algo;
+        return ok;
+    }
+    /// Queues the prepared GEMM: out = act(op(A) op(B) + bias).
+    template <class T>
+    void run(device_context& c, const T* a, const T* b, const T* bias, T* out, std::string_view what) {
+        const T alpha = T(1), beta = T(0);
+        check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), what,
+              "cublasLtMatmulDescSetAttribute");
+        launch_count().fetch_add(1, std::memory_order_relaxed);
+        check(cublasLtMatmul(c.lt, op, &alpha, b, la, a, lb, &beta, out, ld, out, ld, &algo, c.blas_workspace, blas_workspace_bytes,
+                             c.stream),
+              what, "cublasLtMatmul");
+    }
+};
+
 }  // namespace typeflow::cuda
 
 namespace typeflow {
@@ -55,6 +144,30 @@ struct kernel<gpu<N>, op::matmul<TA, TB>> {
         }
         cuda::gemm(c, TA, TB, z.m, z.n, z.k, ctx.input(n.template child<0>()), z.lda, z.sa, ctx.input(n.template child<1>()), z.ldb,
                    z.sb, out, z.batches, "matmul");
+    }
+    using state = cuda::lt_matmul;
+    /// A 2-D matmul with the bias (and ReLU) of its one reader: one cuBLASLt
+    /// GEMM with the BIAS or RELU_BIAS epilogue (or the GEMM and a bias kernel
+    /// when cuBLASLt has no algorithm for the shapes).
+    template <class Nd, class Ctx>
+    static void run_epilogue(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out, const epilogue& e) {
+        using T = value_type_t<Nd>;
+        const dims a = ctx.dims_of(n.template child<0>());
+        const dims b = ctx.dims_of(n.template child<1>());
+        const auto z = op::matmul<TA, TB>::sizes_of(a, b);
+        if (z.m == 0 || z.n == 0) return;
+        cuda::device_context& c = cuda::context<N>();
+        const T* bias = static_cast<const T*>(e.bias);
+        if (z.k > 0 && z.batches == 1 &&
+            ctx.template state<cuda::lt_matmul>().template prepare<T>(c, TA, TB, z.m, z.n, z.k, z.lda, z.ldb, e.relu, "matmul")) {
+            ctx.template state<cuda::lt_matmul>().run(c, ctx.input(n.template child<0>()), ctx.input(n.template child<1>()), bias, out,
+                                                      "matmul");
+            return;
+        }
+        run(n, ctx, out);
+        const std::size_t count = static_cast<std::size_t>(z.batches * z.m * z.n);
+        cuda::bias_act_kernel<T><<<cuda::grid_for(count, 256), 256, 0, c.stream>>>(out, bias, z.batches * z.m, z.n, e.relu);
+        cuda::check_launch("matmul (bias epilogue)");
     }
 };
 

@@ -170,24 +170,8 @@ void pad_copy(const parallel_ctx& par, const T* x, const dims& xd, const dims& o
     });
 }
 
-/// The output positions along one axis that a REFLECT / SYMMETRIC pad reads
-/// from input position j (the position itself first, at most 3).
-struct pad_positions {
-    std::array<index_t, 3> at{};
-    int n = 0;
-};
-inline pad_positions pad_sources_of(pad_mode m, index_t j, index_t before, index_t after, index_t e) {
-    pad_positions p;
-    p.at[p.n++] = j + before;
-    const index_t shift = m == pad_mode::reflect ? 0 : 1;  // symmetric repeats the edge
-    // left: output o < before reads before - o - shift
-    const index_t left = before - j - shift;
-    if (left >= 0 && left < before) p.at[p.n++] = left;
-    // right: output o >= before + e reads 2e - 2 + shift - (o - before)
-    const index_t right = before + 2 * e - 2 + shift - j;
-    if (right >= before + e && right < before + e + after) p.at[p.n++] = right;
-    return p;
-}
+using typeflow::detail::pad_positions;
+using typeflow::detail::pad_sources_of;
 
 /// pad_grad: dx[j] = the sum of g over the output positions that read x[j],
 /// per x row (over the leading axes), in a fixed order.

@@ -1,0 +1,185 @@
+// A matmul computing the bias and ReLU of its one reader in the same call
+// (kernel::run_epilogue; cuBLASLt's BIAS and RELU_BIAS epilogues on a GPU),
+// on the CPU: the taped test device's matmul offers the epilogue as the same
+// element operations as the fused add and relu it replaces, so every result
+// here is compared bit for bit with the same graph on tf::reference, whose
+// plans pair nothing.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+#include "taped_device.hpp"
+
+#include <typeflow/typeflow.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace tf = typeflow;
+using namespace tftest;
+using P = tftest::taped;
+
+namespace {
+void expect_bits(const tf::tensor<float>& got, const tf::tensor<float>& want) {
+    REQUIRE(got.dims() == want.dims());
+    for (tf::index_t k = 0; k < got.size(); ++k) {
+        INFO("element " << k);
+        CHECK(got[k] == want[k]);
+    }
+}
+
+// A two-layer MLP's forward pass on device D: relu(x W1 + b1) W2 + b2.
+template <class D>
+std::pair<tf::tensor<float>, tf::run_stats> forward(const tf::tensor<float>& xv, std::uint64_t seed) {
+    rng_t r(seed);
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
+    tf::variable<"W1", float, tf::shape<6, 5>, D> W1;
+    tf::variable<"b1", float, tf::shape<5>, D> b1;
+    tf::variable<"W2", float, tf::shape<5, 3>, D> W2;
+    tf::variable<"b2", float, tf::shape<3>, D> b2;
+    W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
+    b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.5, 0.5).view());
+    W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
+    b2.load(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.5, 0.5).view());
+    tf::session s(tf::session_options{.threads = 1, .replay = false});
+    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2;
+    auto out = s.run(logits, tf::feed(x, xv));
+    return {out, s.stats()};
+}
+
+// Losses of `steps` SGD steps of the MLP with a cross-entropy loss on device D.
+template <class D>
+std::vector<float> train(const tf::tensor<float>& xv, const tf::tensor<std::int32_t>& yv, int steps, bool replay) {
+    rng_t r(21);
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
+    tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, D> y;
+    tf::variable<"W1", float, tf::shape<6, 5>, D> W1;
+    tf::variable<"b1", float, tf::shape<5>, D> b1;
+    tf::variable<"W2", float, tf::shape<5, 3>, D> W2;
+    tf::variable<"b2", float, tf::shape<3>, D> b2;
+    W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
+    b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.1, 0.1).view());
+    W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
+    b2.load(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1).view());
+    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2;
+    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
+    auto step = tf::train::sgd(0.3f).minimize(loss);
+    tf::session s(tf::session_options{.threads = 1, .replay = replay});
+    std::vector<float> losses;
+    for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv)))[0]);
+    for (float v : W1.value().to_vector()) losses.push_back(v);
+    return losses;
+}
+}  // namespace
+
+TEST_CASE("epilogue: a matmul computes the bias and ReLU of its one reader", "[epilogue]") {
+    rng_t r(4);
+    for (tf::index_t rows : {1, 7, 16}) {
+        INFO(rows << " rows");
+        const auto xv = uniform_tensor<float>(r, tf::dims{rows, 6}, 0, 0, -1, 1);
+        reset_taped();
+        const auto [got, gs] = forward<P>(xv, 9);
+        const auto [want, ws] = forward<tf::reference>(xv, 9);
+        expect_bits(got, want);
+        CHECK(tp().epilogues == 2);  // relu(x W1 + b1) and h W2 + b2
+        CHECK(tp().relu_epilogues == 1);
+        CHECK(gs.evaluations == ws.evaluations - 2);  // the two regions are not run
+    }
+    // some ReLU outputs are zero and some not: both branches of the epilogue ran
+    const auto xv = uniform_tensor<float>(r, tf::dims{16, 6}, 0, 0, -1, 1);
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, P> x;
+    tf::variable<"W", float, tf::shape<6, 5>, P> W;
+    tf::variable<"b", float, tf::shape<5>, P> b;
+    W.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
+    b.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.5, 0.5).view());
+    tf::session s;
+    const auto h = s.run(tf::relu(tf::matmul(x, W) + b), tf::feed(x, xv));
+    int zeros = 0;
+    for (tf::index_t k = 0; k < h.size(); ++k) zeros += h[k] == 0.0f;
+    CHECK(zeros > 0);
+    CHECK(zeros < h.size());
+}
+
+TEST_CASE("epilogue: training with paired matmuls follows the reference step for step", "[epilogue]") {
+    rng_t r(8);
+    const auto xv = uniform_tensor<float>(r, tf::dims{32, 6}, 0, 0, -1, 1);
+    const auto yv = uniform_tensor<std::int32_t>(r, tf::dims{32}, 0, 2, 0, 0);
+    for (bool replay : {false, true}) {
+        INFO("replay " << replay);
+        reset_taped();
+        const auto got = train<P>(xv, yv, 8, replay);
+        // the forward pass's two bias adds, in every run not replayed (2 + 2 recorded with replay);
+        // ReLU's gradient reads the pre-activation, so the ReLU is not in the GEMM
+        CHECK(tp().epilogues == (replay ? 8 : 16));
+        CHECK(tp().relu_epilogues == 0);
+        const auto want = train<tf::reference>(xv, yv, 8, replay);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            INFO("value " << i);
+            CHECK(got[i] == want[i]);
+        }
+        CHECK(got[7] < got[0]);
+    }
+}
+
+TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is", "[epilogue]") {
+    rng_t r(12);
+    const auto xv = uniform_tensor<float>(r, tf::dims{4, 6}, 0, 0, -1, 1);
+    const auto wv = uniform_tensor<float>(r, tf::dims{6, 3}, 0, 0, -1, 1);
+    const auto bv = uniform_tensor<float>(r, tf::dims{3}, 0, 0, -1, 1);
+    const auto mv = uniform_tensor<float>(r, tf::dims{4, 3}, 0, 0, -1, 1);
+    const auto x3v = uniform_tensor<float>(r, tf::dims{2, 4, 6}, 0, 0, -1, 1);
+    const auto run_both = [&](auto make) {
+        reset_taped();
+        const auto got = make.template operator()<P>();
+        const int paired = tp().epilogues;
+        const auto want = make.template operator()<tf::reference>();
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) expect_bits(got[i], want[i]);
+        return paired;
+    };
+    // the matmul fetched beside the relu
+    CHECK(run_both([&]<class D>() {
+              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
+              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              tf::placeholder<"b", float, tf::shape<3>, D> b;
+              tf::session s;
+              auto mm = tf::matmul(x, w);
+              auto [a, m] = s.run(tf::fetch(tf::relu(mm + b), mm), tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
+              return std::vector<tf::tensor<float>>{a, m};
+          }) == 0);
+    // the matmul read twice
+    CHECK(run_both([&]<class D>() {
+              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
+              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              tf::placeholder<"b", float, tf::shape<3>, D> b;
+              tf::session s;
+              auto mm = tf::matmul(x, w);
+              return std::vector<tf::tensor<float>>{s.run(tf::relu(mm + b) * mm, tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv))};
+          }) == 0);
+    // a matrix added, not a vector along the last axis
+    CHECK(run_both([&]<class D>() {
+              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
+              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              tf::placeholder<"m", float, tf::shape<4, 3>, D> m;
+              tf::session s;
+              return std::vector<tf::tensor<float>>{s.run(tf::relu(tf::matmul(x, w) + m), tf::feed(x, xv), tf::feed(w, wv), tf::feed(m, mv))};
+          }) == 0);
+    // a batched matmul (3-D): paired by the plan, off in a binding that is not 2-D
+    CHECK(run_both([&]<class D>() {
+              tf::placeholder<"x", float, tf::shape<2, 4, 6>, D> x;
+              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              tf::placeholder<"b", float, tf::shape<3>, D> b;
+              tf::session s;
+              return std::vector<tf::tensor<float>>{s.run(tf::relu(tf::matmul(x, w) + b), tf::feed(x, x3v), tf::feed(w, wv), tf::feed(b, bv))};
+          }) == 0);
+    // the sum fetched on the device, with the bias first: paired, the value read from the matmul's buffer
+    CHECK(run_both([&]<class D>() {
+              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
+              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              tf::placeholder<"b", float, tf::shape<3>, D> b;
+              tf::session s;
+              auto z = b + tf::matmul(x, w);
+              auto [zz, t] = s.run(tf::fetch(z, tf::tanh(z)), tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
+              return std::vector<tf::tensor<float>>{zz, t};
+          }) == 1);
+}
