@@ -27,46 +27,46 @@ void expect_bits(const tf::tensor<float>& got, const tf::tensor<float>& want) {
     }
 }
 
-// A two-layer MLP's forward pass on device D: relu(x W1 + b1) W2 + b2.
+// A two-layer MLP on device D, relu(x W1 + b1) W2 + b2, its weights drawn
+// from `seed` (biases in [-bias, bias]).
 template <class D>
-std::pair<tf::tensor<float>, tf::run_stats> forward(const tf::tensor<float>& xv, std::uint64_t seed) {
-    rng_t r(seed);
+struct mlp {
     tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
     tf::variable<"W1", float, tf::shape<6, 5>, D> W1;
     tf::variable<"b1", float, tf::shape<5>, D> b1;
     tf::variable<"W2", float, tf::shape<5, 3>, D> W2;
     tf::variable<"b2", float, tf::shape<3>, D> b2;
-    W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
-    b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.5, 0.5).view());
-    W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
-    b2.load(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.5, 0.5).view());
+    mlp(std::uint64_t seed, double bias) {
+        rng_t r(seed);
+        W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
+        b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -bias, bias).view());
+        W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
+        b2.load(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -bias, bias).view());
+    }
+    auto logits() const { return tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2; }
+};
+
+// The MLP's forward pass on device D.
+template <class D>
+std::pair<tf::tensor<float>, tf::run_stats> forward(const tf::tensor<float>& xv, std::uint64_t seed) {
+    mlp<D> m(seed, 0.5);
     tf::session s(tf::session_options{.threads = 1, .replay = false});
-    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2;
-    auto out = s.run(logits, tf::feed(x, xv));
+    auto out = s.run(m.logits(), tf::feed(m.x, xv));
     return {out, s.stats()};
 }
 
-// Losses of `steps` SGD steps of the MLP with a cross-entropy loss on device D.
+// Losses of `steps` SGD steps of the MLP with a cross-entropy loss on device
+// D, then its first layer's weights.
 template <class D>
 std::vector<float> train(const tf::tensor<float>& xv, const tf::tensor<std::int32_t>& yv, int steps, bool replay) {
-    rng_t r(21);
-    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
+    mlp<D> m(21, 0.1);
     tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, D> y;
-    tf::variable<"W1", float, tf::shape<6, 5>, D> W1;
-    tf::variable<"b1", float, tf::shape<5>, D> b1;
-    tf::variable<"W2", float, tf::shape<5, 3>, D> W2;
-    tf::variable<"b2", float, tf::shape<3>, D> b2;
-    W1.load(uniform_tensor<float>(r, tf::dims{6, 5}, 0, 0, -0.5, 0.5).view());
-    b1.load(uniform_tensor<float>(r, tf::dims{5}, 0, 0, -0.1, 0.1).view());
-    W2.load(uniform_tensor<float>(r, tf::dims{5, 3}, 0, 0, -0.5, 0.5).view());
-    b2.load(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1).view());
-    auto logits = tf::matmul(tf::relu(tf::matmul(x, W1) + b1), W2) + b2;
-    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(logits, y));
+    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(m.logits(), y));
     auto step = tf::train::sgd(0.3f).minimize(loss);
     tf::session s(tf::session_options{.threads = 1, .replay = replay});
     std::vector<float> losses;
-    for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(x, xv), tf::feed(y, yv)))[0]);
-    for (float v : W1.value().to_vector()) losses.push_back(v);
+    for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(m.x, xv), tf::feed(y, yv)))[0]);
+    for (float v : m.W1.value().to_vector()) losses.push_back(v);
     return losses;
 }
 }  // namespace

@@ -25,6 +25,10 @@ std::vector<tf::tensor<T>> pools_on(const tf::tensor<T>& tx, const tf::tensor<T>
     return {a, b, c, d, e};
 }
 
+// The results of arrays_on, in order.
+inline const char* const array_names[] = {"concat<1>", "concat<0>", "slice", "split 0", "split 1", "split 2", "pad constant",
+                                          "pad reflect", "pad symmetric", "tile", "stack", "loss", "gradient x", "gradient y"};
+
 // Every array op on [dyn, 5, 4] and [dyn, 3, 4] operands of device D, with
 // the gradient of a weighted sum of all of them with respect to both.
 template <class D>

@@ -307,14 +307,20 @@ std::pair<std::vector<float>, std::vector<tf::tensor<float>>> train_on(const std
     if (stats) *stats = s.stats();
     return {losses, {W1.value().clone(), b1.value().clone(), W2.value().clone(), b2.value().clone()}};
 }
+// Initial weights of train_on's MLP.
+std::vector<tf::tensor<float>> mlp_init(rng_t& r) {
+    std::vector<tf::tensor<float>> w;
+    w.push_back(uniform_tensor<float>(r, tf::dims{20, 16}, 0, 0, -0.4, 0.4));
+    w.push_back(uniform_tensor<float>(r, tf::dims{16}, 0, 0, -0.1, 0.1));
+    w.push_back(uniform_tensor<float>(r, tf::dims{16, 3}, 0, 0, -0.4, 0.4));
+    w.push_back(uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1));
+    return w;
+}
 }  // namespace
 
 TEST_CASE("cuda training of an MLP follows the cpu step for step", "[cuda]") {
     rng_t r(17);
-    const std::vector<tf::tensor<float>> init{uniform_tensor<float>(r, tf::dims{20, 16}, 0, 0, -0.4, 0.4),
-                                              uniform_tensor<float>(r, tf::dims{16}, 0, 0, -0.1, 0.1),
-                                              uniform_tensor<float>(r, tf::dims{16, 3}, 0, 0, -0.4, 0.4),
-                                              uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1)};
+    const std::vector<tf::tensor<float>> init = mlp_init(r);
     // three separable classes: the label is the argmax of three input features
     const auto xv = uniform_tensor<float>(r, tf::dims{64, 20}, 0, 0, -1, 1);
     tf::tensor<std::int32_t> yv(tf::dims{64});
@@ -334,10 +340,7 @@ TEST_CASE("cuda training of an MLP follows the cpu step for step", "[cuda]") {
 
 TEST_CASE("cuda a training step recorded as a CUDA graph and replayed follows the step without it", "[cuda]") {
     rng_t r(19);
-    const std::vector<tf::tensor<float>> init{uniform_tensor<float>(r, tf::dims{20, 16}, 0, 0, -0.4, 0.4),
-                                              uniform_tensor<float>(r, tf::dims{16}, 0, 0, -0.1, 0.1),
-                                              uniform_tensor<float>(r, tf::dims{16, 3}, 0, 0, -0.4, 0.4),
-                                              uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.1, 0.1)};
+    const std::vector<tf::tensor<float>> init = mlp_init(r);
     const auto xv = uniform_tensor<float>(r, tf::dims{64, 20}, 0, 0, -1, 1);
     const auto yv = uniform_tensor<std::int32_t>(r, tf::dims{64}, 0, 2, 0, 0);
     tf::run_stats on_stats, off_stats;
@@ -414,13 +417,11 @@ TEST_CASE("cuda a dense layer's bias and ReLU run in the GEMM (cuBLASLt epilogue
 
 TEST_CASE("cuda array ops and their gradients match the cpu", "[cuda]") {
     rng_t r(29);
-    const char* names[] = {"concat<1>", "concat<0>", "slice", "split 0", "split 1", "split 2", "pad constant", "pad reflect",
-                           "pad symmetric", "tile", "stack", "loss", "gradient x", "gradient y"};
     for (tf::index_t rows : {1, 7, 64}) {
         const auto xv = uniform_tensor<float>(r, tf::dims{rows, 5, 4}, 0, 0, -1, 1);
         const auto yv = uniform_tensor<float>(r, tf::dims{rows, 3, 4}, 0, 0, -1, 1);
         const auto g = arrays_on<G>(xv, yv), c = arrays_on<tf::cpu>(xv, yv);
-        for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(rows) + " rows: " + names[i], g[i], c[i], 2e-5);
+        for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(rows) + " rows: " + array_names[i], g[i], c[i], 2e-5);
     }
 }
 

@@ -87,6 +87,18 @@ inline place_map place_of(const dims& od, const typeflow::detail::window_box& w)
     return m;
 }
 
+/// P's paddings before (and after, if asked) each axis, and t's strides, into
+/// a pad map's arrays.
+template <class P>
+void pad_axes(const dims& t, index_t* before, index_t* after, index_t* st) {
+    const std::array<index_t, max_rank> s = strides_of(t);
+    for (std::size_t a = 0; a < t.rank; ++a) {
+        before[a] = P::value[a].before;
+        if (after) after[a] = P::value[a].after;
+        st[a] = s[a];
+    }
+}
+
 /// Where element e of pad<P, Mode>(x) reads x (-1: the constant).
 struct pad_map {
     extents out;
@@ -108,12 +120,8 @@ pad_map pad_of(pad_mode mode, const dims& xd, const dims& od) {
     pad_map m;
     m.out = extents_of(od);
     m.mode = mode;
-    const std::array<index_t, max_rank> st = strides_of(xd);
-    for (std::size_t a = 0; a < xd.rank; ++a) {
-        m.before[a] = P::value[a].before;
-        m.in[a] = xd.d[a];
-        m.st[a] = st[a];
-    }
+    pad_axes<P>(xd, m.before, nullptr, m.st);
+    for (std::size_t a = 0; a < xd.rank; ++a) m.in[a] = xd.d[a];
     return m;
 }
 
@@ -248,12 +256,7 @@ pad_sum_map pad_sum_of(pad_mode mode, const dims& gd, const dims& xd) {
     pad_sum_map s;
     s.x = extents_of(xd);
     s.mode = mode;
-    const std::array<index_t, max_rank> st = strides_of(gd);
-    for (std::size_t a = 0; a < xd.rank; ++a) {
-        s.before[a] = P::value[a].before;
-        s.after[a] = P::value[a].after;
-        s.gst[a] = st[a];
-    }
+    pad_axes<P>(gd, s.before, s.after, s.gst);
     return s;
 }
 
