@@ -425,6 +425,48 @@ TEST_CASE("cuda array ops and their gradients match the cpu", "[cuda]") {
     }
 }
 
+namespace {
+// Four runs of dropout masks (static rate, fed rate) on device D, the third
+// with a fed rate outside [0, 1): the masks of the others, and that run's error.
+template <class D>
+std::pair<std::vector<tf::tensor<float>>, std::string> dropouts_on() {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 33>, D> x;
+    tf::placeholder<"r", float, tf::shape<>, D> rate;
+    tf::session s;
+    const tf::tensor<float> xv(tf::dims{65, 33});
+    auto y = tf::fetch(tf::dropout_mask<0.4, 3>(x), tf::dropout_mask(x, rate, 17));
+    std::vector<tf::tensor<float>> masks;
+    std::string error;
+    const float rates[] = {0.5f, 0.1f, 1.5f, 0.7f};
+    for (float r : rates) {
+        tf::tensor<float> rv(tf::dims{});
+        rv[0] = r;
+        try {
+            auto [a, b] = s.run(y, tf::feed(x, xv), tf::feed(rate, rv));
+            masks.push_back(a);
+            masks.push_back(b);
+        } catch (const tf::error& e) {
+            error = e.what();
+        }
+    }
+    return {masks, error};
+}
+}  // namespace
+
+TEST_CASE("cuda dropout masks equal the cpu's run for run, and a bad fed rate is the cpu's tf::error", "[cuda]") {
+    const auto [g, ge] = dropouts_on<G>();
+    const auto [c, ce] = dropouts_on<tf::cpu>();
+    REQUIRE(g.size() == 6);
+    REQUIRE(c.size() == 6);
+    for (std::size_t i = 0; i < g.size(); ++i)
+        for (tf::index_t k = 0; k < g[i].size(); ++k) {
+            INFO("mask " << i << " element " << k);
+            CHECK(g[i][k] == c[i][k]);  // the same generator: bit for bit, replayed or not
+        }
+    CHECK(!ge.empty());
+    CHECK(ge == ce);
+}
+
 TEST_CASE("cuda variables: the host sees gpu updates and gpu runs see host writes", "[cuda]") {
     tf::variable<"v", float, tf::shape<3>, G> v;
     tf::session s;

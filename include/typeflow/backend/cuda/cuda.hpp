@@ -1,7 +1,8 @@
 // typeflow/backend/cuda/cuda.hpp — the CUDA backend (devices `tf::gpu<N>`):
-// fused element-wise regions as generated kernels, matmul through cuBLAS,
-// reductions, softmax, one_hot, the array ops, conv2d through cuDNN, pooling, the fused
-// LSTM recurrence, transfers to and from the host. Included by
+// fused element-wise regions as generated kernels, matmul through cuBLAS
+// (dense layers through cuBLASLt), reductions, softmax, one_hot, the array
+// ops, dropout, conv2d through cuDNN, pooling, the fused LSTM recurrence,
+// transfers to and from the host. Included by
 // <typeflow/typeflow.hpp> when nvcc compiles it (TYPEFLOW_NO_CUDA turns that
 // off).
 #pragma once
@@ -12,6 +13,7 @@
 #include <typeflow/backend/cuda/ops/matmul.hpp>
 #include <typeflow/backend/cuda/ops/nn.hpp>
 #include <typeflow/backend/cuda/ops/pool.hpp>
+#include <typeflow/backend/cuda/ops/random.hpp>
 #include <typeflow/backend/cuda/ops/reduce.hpp>
 #include <typeflow/backend/cuda/ops/rnn.hpp>
 #include <typeflow/backend/cuda/ops/transpose.hpp>

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -21,6 +22,7 @@
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
+#include <typeflow/expr/ops/random.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
 namespace typeflow::cuda {
@@ -57,7 +59,7 @@ struct error_word {
     int code = 0;  // 0: none
     long long a = 0, b = 0, c = 0;
 };
-enum : int { error_label_out_of_range = 1 };
+enum : int { error_label_out_of_range = 1, error_dropout_rate = 2 };
 
 /// One GPU as typeflow uses it: its stream (every kernel and copy of
 /// typeflow's runs on it, in order), its cuBLAS handle, a buffer of ones for
@@ -135,6 +137,11 @@ inline void raise_reported(device_context& c) {
     if (e.code == error_label_out_of_range)
         typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << e.a << " at flat index " << e.b
                                                             << " is out of range [0, " << e.c << ")");
+    if (e.code == error_dropout_rate) {  // a: the rate's bits
+        double rate = 0;
+        std::memcpy(&rate, &e.a, sizeof rate);
+        typeflow::detail::check_dropout_rate(rate);  // the CPU's tf::error
+    }
     typeflow::detail::raise(typeflow::detail::message() << "gpu:" << c.index << ": a kernel reported error " << e.code);
 }
 
