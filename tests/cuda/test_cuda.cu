@@ -467,6 +467,37 @@ TEST_CASE("cuda dropout masks equal the cpu's run for run, and a bad fed rate is
     CHECK(ge == ce);
 }
 
+namespace {
+// Batch and layer normalisation (compositions of reductions and element-wise
+// ops) and their gradients on device D.
+template <class D>
+std::vector<tf::tensor<float>> norms_on(const tf::tensor<float>& xv, const tf::tensor<float>& gv, const tf::tensor<float>& bv) {
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 5, 4, 3>, D> x;
+    tf::placeholder<"g", float, tf::shape<3>, D> g;
+    tf::placeholder<"b", float, tf::shape<3>, D> b;
+    auto [m, v] = tf::moments<0, 1, 2>(x);
+    auto y = tf::batch_normalization(x, m, v, b, g, 1e-3f);
+    auto z = tf::layer_normalization(x, g, b, 1e-3f);
+    auto loss = tf::sum(y * y * z) + tf::sum(tf::tanh(z));
+    auto [dx, dg, db] = tf::grad(loss, x, g, b);
+    tf::session s;
+    auto [a, bb, c, d, e, f, h] = s.run(tf::fetch(m, v, y, z, dx, dg, db), tf::feed(x, xv), tf::feed(g, gv), tf::feed(b, bv));
+    return {a, bb, c, d, e, f, h};
+}
+}  // namespace
+
+TEST_CASE("cuda batch and layer normalisation and their gradients match the cpu", "[cuda]") {
+    rng_t r(37);
+    for (tf::index_t rows : {1, 9}) {
+        const auto xv = uniform_tensor<float>(r, tf::dims{rows, 5, 4, 3}, 0, 0, -2, 2);
+        const auto gv = uniform_tensor<float>(r, tf::dims{3}, 0, 0, 0.5, 1.5);
+        const auto bv = uniform_tensor<float>(r, tf::dims{3}, 0, 0, -0.5, 0.5);
+        const auto g = norms_on<G>(xv, gv, bv), c = norms_on<tf::cpu>(xv, gv, bv);
+        const char* names[] = {"mean", "variance", "batch_normalization", "layer_normalization", "dx", "dgamma", "dbeta"};
+        for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(rows) + " rows: " + names[i], g[i], c[i], 1e-4);
+    }
+}
+
 TEST_CASE("cuda variables: the host sees gpu updates and gpu runs see host writes", "[cuda]") {
     tf::variable<"v", float, tf::shape<3>, G> v;
     tf::session s;
