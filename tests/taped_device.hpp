@@ -42,6 +42,7 @@ struct taped_state {
     int recordings = 0, replays = 0, dropped = 0, live_tapes = 0;
     int epilogues = 0;       // matmuls run with their bias (and ReLU)
     int relu_epilogues = 0;  // ... of which with the ReLU
+    int grad_epilogues = 0;  // matmuls run with the sums of their second operand's rows
     int entered = 0, max_entered = 0;
     std::set<void*> live;
     std::recursive_mutex gate;
@@ -54,7 +55,7 @@ inline void reset_taped() {
     taped_state& s = tp();
     s.recording = s.broken = s.refuse = s.fail_end = false;
     s.recordings = s.replays = s.dropped = 0;
-    s.epilogues = s.relu_epilogues = 0;
+    s.epilogues = s.relu_epilogues = s.grad_epilogues = 0;
     s.max_entered = 0;
 }
 /// Work queued on the device: done now, or recorded.
@@ -221,6 +222,7 @@ struct kernel<To, op::to<To, tftest::taped>> {
 /// operations as the fused add and relu it replaces.
 template <bool TA, bool TB>
 struct kernel<tftest::taped, op::matmul<TA, TB>> {
+    static constexpr bool bias_grad_epilogue = !TB;
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const auto a = ctx.input(n.template child<0>());
@@ -235,9 +237,21 @@ struct kernel<tftest::taped, op::matmul<TA, TB>> {
     template <class N, class Ctx>
     static void run_epilogue(const N& n, const Ctx& ctx, value_type_t<N>* out, const epilogue& e) {
         using T = value_type_t<N>;
+        run(n, ctx, out);
+        if (e.bias_grad) {  // the reference sum_like's loop over the second operand's rows
+            ++tftest::tp().grad_epilogues;
+            const T* g = ctx.input(n.template child<1>());
+            const dims gd = ctx.dims_of(n.template child<1>());
+            T* sums = static_cast<T*>(e.bias_grad);
+            tftest::queue([=] {
+                typeflow::detail::axis_mask rows;
+                rows.reduced[0] = true;
+                backend::reference::reduce_into<reduction::sum>(g, gd, rows, sums);
+            });
+            return;
+        }
         ++tftest::tp().epilogues;
         tftest::tp().relu_epilogues += e.relu ? 1 : 0;
-        run(n, ctx, out);
         const auto z = op::matmul<TA, TB>::sizes_of(ctx.dims_of(n.template child<0>()), ctx.dims_of(n.template child<1>()));
         const T* bias = static_cast<const T*>(e.bias);
         const bool relu = e.relu;

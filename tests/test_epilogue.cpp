@@ -1,5 +1,7 @@
 // A matmul computing the bias and ReLU of its one reader in the same call
 // (kernel::run_epilogue; cuBLASLt's BIAS and RELU_BIAS epilogues on a GPU),
+// and a weight gradient's matmul computing the bias gradient beside it
+// (BGRADA),
 // on the CPU: the taped test device's matmul offers the epilogue as the same
 // element operations as the fused add and relu it replaces, so every result
 // here is compared bit for bit with the same graph on tf::reference, whose
@@ -56,7 +58,7 @@ std::pair<tf::tensor<float>, tf::run_stats> forward(const tf::tensor<float>& xv,
 }
 
 // Losses of `steps` SGD steps of the MLP with a cross-entropy loss on device
-// D, then its first layer's weights.
+// D, then its first layer's weights and both biases.
 template <class D>
 std::vector<float> train(const tf::tensor<float>& xv, const tf::tensor<std::int32_t>& yv, int steps, bool replay) {
     mlp<D> m(21, 0.1);
@@ -67,6 +69,8 @@ std::vector<float> train(const tf::tensor<float>& xv, const tf::tensor<std::int3
     std::vector<float> losses;
     for (int i = 0; i < steps; ++i) losses.push_back(std::get<0>(s.run(tf::fetch(loss, step), tf::feed(m.x, xv), tf::feed(y, yv)))[0]);
     for (float v : m.W1.value().to_vector()) losses.push_back(v);
+    for (float v : m.b1.value().to_vector()) losses.push_back(v);
+    for (float v : m.b2.value().to_vector()) losses.push_back(v);
     return losses;
 }
 }  // namespace
@@ -111,6 +115,8 @@ TEST_CASE("epilogue: training with paired matmuls follows the reference step for
         // ReLU's gradient reads the pre-activation, so the ReLU is not in the GEMM
         CHECK(tp().epilogues == (replay ? 8 : 16));
         CHECK(tp().relu_epilogues == 0);
+        // the backward pass's two weight gradients with their bias gradients (sum_like over rows)
+        CHECK(tp().grad_epilogues == (replay ? 8 : 16));
         const auto want = train<tf::reference>(xv, yv, 8, replay);
         REQUIRE(got.size() == want.size());
         for (std::size_t i = 0; i < got.size(); ++i) {
@@ -182,4 +188,34 @@ TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is",
               auto [zz, t] = s.run(tf::fetch(z, tf::tanh(z)), tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
               return std::vector<tf::tensor<float>>{zz, t};
           }) == 1);
+}
+
+TEST_CASE("epilogue: a weight gradient's matmul computes the bias gradient beside it", "[epilogue]") {
+    rng_t r(15);
+    const auto xv = uniform_tensor<float>(r, tf::dims{9, 6}, 0, 0, -1, 1);
+    const auto gv = uniform_tensor<float>(r, tf::dims{9, 4}, 0, 0, -1, 1);
+    const auto run = [&]<class D>(D) {
+        tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, D> x;
+        tf::placeholder<"g", float, tf::shape<tf::dyn, 4>, D> g;
+        tf::placeholder<"b", float, tf::shape<4>, D> b;
+        tf::session s;
+        // what the gradient of matmul(x, W) + b builds: matmul(x, g, transpose_a) and sum_like(g, b)
+        auto [dw, db, both] = s.run(tf::fetch(tf::matmul(x, g, tf::transpose_a), tf::sum_like(g, b), tf::sum_like(g, b) * 2.0f),
+                                    tf::feed(x, xv), tf::feed(g, gv), tf::feed(b, tf::tensor<float>(tf::dims{4})));
+        return std::vector<tf::tensor<float>>{dw, db, both};
+    };
+    reset_taped();
+    const auto got = run(P{});
+    CHECK(tp().grad_epilogues == 1);
+    const auto want = run(tf::reference{});
+    for (std::size_t i = 0; i < got.size(); ++i) expect_bits(got[i], want[i]);
+    // a sum over another axis, or of another operand, is not paired
+    reset_taped();
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, P> x;
+    tf::placeholder<"g", float, tf::shape<tf::dyn, 4>, P> g;
+    tf::placeholder<"c", float, tf::shape<9, 1>, P> c;
+    tf::session s;
+    (void)s.run(tf::fetch(tf::matmul(x, g, tf::transpose_a), tf::sum_like(g, c), tf::sum_like(x, c)), tf::feed(x, xv), tf::feed(g, gv),
+                tf::feed(c, tf::tensor<float>(tf::dims{9, 1})));
+    CHECK(tp().grad_epilogues == 0);
 }

@@ -380,7 +380,10 @@ std::vector<tf::tensor<T>> dense_on(const tf::tensor<T>& av, const tf::tensor<T>
     auto [r, p] = s.run(tf::fetch(tf::relu(tf::matmul(a, w, tf::transpose_flags<TA, TB>{}) + b), tf::matmul(a, w, tf::transpose_flags<TA, TB>{}) * T(2) + b), tf::feed(a, av),
                         tf::feed(w, wv), tf::feed(b, bv));
     auto plain = s.run(b + tf::matmul(a, w, tf::transpose_flags<TA, TB>{}), tf::feed(a, av), tf::feed(w, wv), tf::feed(b, bv));
-    return {r, p, plain};
+    // the weight and bias gradients: one GEMM with the BGRADA epilogue where B's rows are its first axis
+    auto [dw, db] = tf::grad(tf::sum(tf::tanh(tf::matmul(a, w, tf::transpose_flags<TA, TB>{}) + b)), w, b);
+    auto [gw, gb] = s.run(tf::fetch(dw, db), tf::feed(a, av), tf::feed(w, wv), tf::feed(b, bv));
+    return {r, p, plain, gw, gb};
 }
 template <class T, bool TA, bool TB>
 void check_dense(rng_t& r, tf::index_t rows) {

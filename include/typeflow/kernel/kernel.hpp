@@ -18,6 +18,10 @@
 //         bias along its last axis added, and then a ReLU if e.relu, in the
 //         same call (cuBLASLt's epilogues): the plan calls it for a matmul
 //         whose only reader is `add(matmul, b)` or `relu(add(matmul, b))`;
+//         and, when the kernel says `static constexpr bool bias_grad_epilogue
+//         = true`, for a matmul(a, g) whose g is also summed over its rows by
+//         a sum_like after it (a dense layer's weight and bias gradients):
+//         the sums go to e.bias_grad;
 //       static constexpr bool replayable = false;  the kernel's queued work
 //         depends on more than its pointers, extents and state (a host
 //         counter, a host value read at run time), so a run that holds it is
@@ -42,10 +46,11 @@ namespace typeflow {
 
 /// What a kernel's run_epilogue adds to its result in the same call: a
 /// vector along the result's last axis (its elements in this run), then a
-/// ReLU when `relu`.
+/// ReLU when `relu`; or, with bias_grad, what it computes beside its result.
 struct epilogue {
     const void* bias = nullptr;
     bool relu = false;
+    void* bias_grad = nullptr;  // or: the sums of the second operand over its rows (its first axis), written here
 };
 
 /// Where a device's buffers come from: the plan keeps one arena per memory

@@ -141,6 +141,8 @@ struct node_desc {
     void* (*make_state)() = nullptr;        // kernel nodes with state kept across runs
     void (*free_state)(void*) = nullptr;
     bool replayable = true;  // kernel nodes: a recording of the kernel's queued work may be replayed
+    bool bias_grad_epilogue = false;  // kernels with run_epilogue that also take bias_grad
+    bool sums_matrix_rows = false;    // ops that, on a matrix giving a vector, sum its rows (sum<0>, sum_like)
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
@@ -267,9 +269,13 @@ private:
     // relu(add(m, b)) (the add fused), with b a vector ready before m: in a
     // binding where m is 2-D and r and b fit, m's kernel computes r's value
     // into m's buffer and r reads as m (its readers see m's buffer).
+    // Or (grad) a matmul(a, g) and a later r = sum<0>(g) or sum_like(g, b)
+    // summing g over its rows: m's kernel computes r's value into r's buffer, which the
+    // memory plan makes live from m's step, and r does not run.
     struct epilogue_pair {
         std::uint32_t m = 0, r = 0, bias = 0;
         bool relu = false;
+        bool grad = false;
         bool on = false;  // in this binding
     };
     void plan_epilogues();
@@ -639,6 +645,11 @@ struct op_facts {
     static constexpr void* (*make_state)() = nullptr;
     static constexpr void (*free_state)(void*) = nullptr;
     static constexpr bool replayable = true;
+    static constexpr bool bias_grad_epilogue = false;
+    static constexpr bool sums_matrix_rows = [] {
+        if constexpr (requires { Op::sums_matrix_rows; }) return bool{Op::sums_matrix_rows};
+        else return false;
+    }();
     static constexpr std::size_t output_index = [] {
         if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
         else return std::size_t{0};
@@ -663,6 +674,10 @@ struct op_facts<Device, Op, true> : op_facts<Device, Op, false> {
     static constexpr bool replayable = [] {
         if constexpr (requires { K::replayable; }) return bool{K::replayable};
         else return true;
+    }();
+    static constexpr bool bias_grad_epilogue = [] {
+        if constexpr (requires { K::bias_grad_epilogue; }) return bool{K::bias_grad_epilogue};
+        else return false;
     }();
 };
 // The facts of a multi-output op's descriptor (none for one output).
@@ -742,6 +757,8 @@ struct op_desc {
         .make_state = op_facts<Device, Op>::make_state,
         .free_state = op_facts<Device, Op>::free_state,
         .replayable = op_facts<Device, Op>::replayable,
+        .bias_grad_epilogue = op_facts<Device, Op>::bias_grad_epilogue,
+        .sums_matrix_rows = op_facts<Device, Op>::sums_matrix_rows,
     };
 };
 // The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).

@@ -55,6 +55,8 @@ struct reshape_like {
 struct sum_like {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "sum_like";
+    /// g summed to a vector's extents: on a matrix g, the sum of its rows (checked per run by the extents).
+    static constexpr bool sums_matrix_rows = true;
     static constexpr unsigned extents_only_inputs = 0b10;
     template <class A, class B>
     using traits = result_traits<value_type_t<A>, shape_t<B>, device_t<A>>;

@@ -44,6 +44,12 @@ struct reduce {
     static constexpr std::string_view name = detail::reduction_name(R);
     static constexpr reduction which = R;
     static constexpr bool keep = Keep;
+    /// True when, on a matrix, it is the sum of its rows (a bias gradient:
+    /// autodiff's reduce over the broadcast axis, kept, then a reshape).
+    static constexpr bool sums_matrix_rows = [] {
+        const detail::axis_mask m = detail::make_axis_mask<Axes...>(2);
+        return R == reduction::sum && m.ok && m.reduced[0] && !m.reduced[1];
+    }();
     template <class A>
     static constexpr auto rule() {
         constexpr detail::axis_mask m = detail::make_axis_mask<Axes...>(shape_t<A>::rank);

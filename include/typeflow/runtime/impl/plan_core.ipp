@@ -265,6 +265,7 @@ TYPEFLOW_DECL void plan_core::finish() {
 
 TYPEFLOW_DECL void plan_core::plan_epilogues() {
     epi_at_.assign(insts_.size(), none);
+    if (has_conds_) return;  // instances in branches and loops run at steps of their own
     // per node: how many edges read its elements, and the last such reader
     array<std::uint32_t> readers(n_), reader(n_);
     for (const graph::edge& e : edges_)
@@ -314,6 +315,28 @@ TYPEFLOW_DECL void plan_core::plan_epilogues() {
         epis_.push_back(p);
         // the matmul's buffer holds the region's value: it lives as long as the region's would
         last_[m] = std::max(last_[m], last_[r]);
+    }
+    // the bias gradients: m = matmul(a, g) and a later r = sum<0>(g) or sum_like(g, b), g read by both
+    for (std::size_t m = 0; m < n_; ++m) {
+        const node_desc& d = *desc_[m];
+        if (!d.eval_epilogue || !d.bias_grad_epilogue || !computed(m) || !single(m) || shared(m) || epi_at_[first_inst_[m]] != none)
+            continue;
+        const std::size_t g = child_node(m, 1);
+        for (std::size_t r = m + 1; r < n_; ++r) {
+            const node_desc& rd = *desc_[r];
+            if (!rd.sums_matrix_rows || !computed(r) || !single(r) || shared(r) || child_node(r, 0) != g ||
+                epi_at_[first_inst_[r]] != none || rd.memory != d.memory || rd.type != d.type || rd.control_inputs != 0 ||
+                (flags_[r].fetched && !on_device(r)))
+                continue;
+            epilogue_pair p;
+            p.m = first_inst_[m];
+            p.r = first_inst_[r];
+            p.bias = p.r;
+            p.grad = true;
+            epi_at_[p.m] = epi_at_[p.r] = static_cast<std::uint32_t>(epis_.size());
+            epis_.push_back(p);
+            break;
+        }
     }
 }
 
@@ -492,7 +515,8 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
                 in.ptr = static_cast<const std::byte*>(src.ptr) + extra_off_[src.first_extra + d.output_index - 1];
             } else if (d.kind == op_kind::view) in.ptr = insts_[child_ref(in, 0)].ptr;
             else if (d.forwards && forwarded_[k]) in.ptr = insts_[child_ref(in, 0)].ptr;
-            else if (epi_at_[k] != none && epis_[epi_at_[k]].on && epis_[epi_at_[k]].r == k) in.ptr = insts_[epis_[epi_at_[k]].m].buf;
+            else if (epi_at_[k] != none && epis_[epi_at_[k]].on && !epis_[epi_at_[k]].grad && epis_[epi_at_[k]].r == k)
+                in.ptr = insts_[epis_[epi_at_[k]].m].buf;
             else if (device_ && swap_[k]) in.ptr = in.buf = next_buffer(k);
             else in.ptr = in.buf;
         }
@@ -571,7 +595,7 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
         return;
     }
     const epilogue_pair* epi = epi_at_[k] != none && epis_[epi_at_[k]].on ? &epis_[epi_at_[k]] : nullptr;
-    if (epi && epi->r == k) return;  // its matmul computed it
+    if (epi && epi->r == k) return;  // its matmul computed it (grad: into this instance's buffer)
     if (d.kind == op_kind::elementwise) {
         for (std::uint32_t o = 0; o < in.operands; ++o) base_[o] = insts_[operand_refs_[in.first_operand + o]].ptr;
         region_fn_[i](regions_[k], base_.data(), in.buf, par_);
@@ -588,7 +612,8 @@ TYPEFLOW_DECL_HOT void plan_core::compute(std::size_t i, std::uint32_t k, run_st
         for (std::size_t o = 1; o < d.outputs; ++o)
             out_ptr_[o - 1] = static_cast<std::byte*>(in.buf) + extra_off_[in.first_extra + o - 1];
         const kernel_ctx kc{in_ptr_.data(), in_dims_.data(), work_, states_[k], par_, out_ptr_.data()};
-        if (epi) d.eval_epilogue(kc, in.buf, epilogue{insts_[epi->bias].ptr, epi->relu});
+        if (epi && epi->grad) d.eval_epilogue(kc, in.buf, epilogue{nullptr, false, insts_[epi->r].buf});
+        else if (epi) d.eval_epilogue(kc, in.buf, epilogue{insts_[epi->bias].ptr, epi->relu});
         else d.eval(kc, in.buf);
     }
     ++stats.evaluations;
@@ -925,7 +950,14 @@ TYPEFLOW_DECL void plan_core::rebind() {
     // epilogues: on where the matmul is 2-D and the bias runs along its last axis
     for (epilogue_pair& p : epis_) {
         const dims& dm = d[p.m];
-        p.on = dm.rank == 2 && d[p.r] == dm && d[p.bias].rank == 1 && d[p.bias].d[0] == dm.d[1];
+        if (p.grad) {  // g [k, n] summed over its rows into [n] (or [1, n])
+            const dims& dg = d[child_ref(insts_[p.m], 1)];
+            const dims& dr = d[p.r];
+            p.on = dm.rank == 2 && dg.rank == 2 && dr.numel() == dg.d[1] &&
+                   ((dr.rank == 1 && dr.d[0] == dg.d[1]) || (dr.rank == 2 && dr.d[0] == 1 && dr.d[1] == dg.d[1]));
+        } else {
+            p.on = dm.rank == 2 && d[p.r] == dm && d[p.bias].rank == 1 && d[p.bias].d[0] == dm.d[1];
+        }
     }
     // fused regions: loop structure
     std::unique_ptr<region::layout[]> regions(new region::layout[insts_.size()]);
@@ -979,7 +1011,11 @@ TYPEFLOW_DECL void plan_core::rebind() {
                 bytes += more;
             }
             const bool branch = has_conds_ && ctx_[k] != 0;
-            reqs.push_back({bytes, branch ? estep_[k] : i, flags_[i].assign ? n_ : branch ? elast_[k] : last_[i], 0});
+            std::size_t first = branch ? estep_[k] : i;
+            // a bias gradient is written by its matmul, at the matmul's step
+            if (epi_at_[k] != none && epis_[epi_at_[k]].on && epis_[epi_at_[k]].grad && epis_[epi_at_[k]].r == k)
+                first = std::min<std::size_t>(first, insts_[epis_[epi_at_[k]].m].node);
+            reqs.push_back({bytes, first, flags_[i].assign ? n_ : branch ? elast_[k] : last_[i], 0});
             owner.push_back(k);
         }
     }

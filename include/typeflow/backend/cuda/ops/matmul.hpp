@@ -51,6 +51,17 @@ __global__ void bias_act_kernel(T* out, const T* bias, index_t rows, index_t col
     }
 }
 
+/// sums[j] = the sum over rows i of b[i, j] (rows x cols, row-major): a bias
+/// gradient, when cuBLASLt offers no algorithm with it.
+template <class T>
+__global__ void row_sum_kernel(const T* b, T* sums, index_t rows, index_t cols) {
+    for (index_t j = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < cols; j += static_cast<index_t>(gridDim.x) * blockDim.x) {
+        T acc = T(0);
+        for (index_t i = 0; i < rows; ++i) acc += b[i * cols + j];
+        sums[j] = acc;
+    }
+}
+
 /// One cuBLASLt GEMM with a bias epilogue, for one set of extents: its
 /// descriptors and the algorithm cuBLASLt's heuristic chose, kept in the
 /// matmul node's state and rebuilt when the extents change.
@@ -73,12 +84,14 @@ struct lt_matmul {
         op = nullptr, la = lb = ld = nullptr;
         ok = false;
     }
-    /// Readies C = act(op(A) op(B) + bias) for row-major operands (as gemm);
-    /// false when cuBLASLt has no algorithm for it.
+    /// Readies C = op(A) op(B) for row-major operands (as gemm) with epilogue
+    /// `epi`: BIAS or RELU_BIAS (C += bias, then ReLU), or BGRADA (the sums of
+    /// B's rows beside C: cuBLASLt's A is our B); false when cuBLASLt has no
+    /// algorithm for it.
     template <class T>
-    bool prepare(device_context& c, bool ta, bool tb, index_t m, index_t n, index_t k, index_t lda, index_t ldb, bool relu,
+    bool prepare(device_context& c, bool ta, bool tb, index_t m, index_t n, index_t k, index_t lda, index_t ldb, cublasLtEpilogue_t epi,
                  std::string_view what) {
-        const index_t want[6] = {m, n, k, lda, ldb, (ta ? 1 : 0) + (tb ? 2 : 0) + (relu ? 4 : 0)};
+        const index_t want[6] = {m, n, k, lda, ldb, (ta ? 1 : 0) + (tb ? 2 : 0) + 4 * static_cast<index_t>(epi)};
         if (std::equal(want, want + 6, key)) return ok;
         release();
         std::copy(want, want + 6, key);
@@ -89,7 +102,6 @@ struct lt_matmul {
         check(cublasLtMatmulDescCreate(&op, f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F, dt), what, "cublasLtMatmulDescCreate");
         // the column-major product C^T = op(B)^T op(A)^T, as gemm: cuBLASLt's A is our B
         const cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-        const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
         check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what, "cublasLtMatmulDescSetAttribute");
         check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), what, "cublasLtMatmulDescSetAttribute");
         check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what, "cublasLtMatmulDescSetAttribute");
@@ -111,7 +123,8 @@ struct lt_matmul {
         if (ok) algo = res.algo;
         return ok;
     }
-    /// Queues the prepared GEMM: out = act(op(A) op(B) + bias).
+    /// Queues the prepared GEMM: out = act(op(A) op(B) + bias), or out = op(A)
+    /// op(B) and the sums of B's rows at `bias` (BGRADA).
     template <class T>
     void run(device_context& c, const T* a, const T* b, const T* bias, T* out, std::string_view what) {
         const T alpha = T(1), beta = T(0);
@@ -146,27 +159,37 @@ struct kernel<gpu<N>, op::matmul<TA, TB>> {
                    z.sb, out, z.batches, "matmul");
     }
     using state = cuda::lt_matmul;
-    /// A 2-D matmul with the bias (and ReLU) of its one reader: one cuBLASLt
-    /// GEMM with the BIAS or RELU_BIAS epilogue (or the GEMM and a bias kernel
-    /// when cuBLASLt has no algorithm for the shapes).
+    static constexpr bool bias_grad_epilogue = !TB;  // B's rows are its first axis
+    /// A 2-D matmul with the bias (and ReLU) of its one reader, or with the
+    /// sums of B's rows beside it (a dense layer's weight and bias
+    /// gradients): one cuBLASLt GEMM with the BIAS, RELU_BIAS or BGRADA
+    /// epilogue (or the GEMM and a small kernel when cuBLASLt has no
+    /// algorithm for the shapes).
     template <class Nd, class Ctx>
     static void run_epilogue(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out, const epilogue& e) {
         using T = value_type_t<Nd>;
         const dims a = ctx.dims_of(n.template child<0>());
         const dims b = ctx.dims_of(n.template child<1>());
         const auto z = op::matmul<TA, TB>::sizes_of(a, b);
-        if (z.m == 0 || z.n == 0) return;
         cuda::device_context& c = cuda::context<N>();
-        const T* bias = static_cast<const T*>(e.bias);
-        if (z.k > 0 && z.batches == 1 &&
-            ctx.template state<cuda::lt_matmul>().template prepare<T>(c, TA, TB, z.m, z.n, z.k, z.lda, z.ldb, e.relu, "matmul")) {
-            ctx.template state<cuda::lt_matmul>().run(c, ctx.input(n.template child<0>()), ctx.input(n.template child<1>()), bias, out,
-                                                      "matmul");
+        const cublasLtEpilogue_t epi = e.bias_grad ? CUBLASLT_EPILOGUE_BGRADA : e.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+        T* vec = static_cast<T*>(e.bias_grad ? e.bias_grad : const_cast<void*>(e.bias));
+        const T* bp = ctx.input(n.template child<1>());
+        if (z.m > 0 && z.n > 0 && z.k > 0 && z.batches == 1 &&
+            ctx.template state<cuda::lt_matmul>().template prepare<T>(c, TA, TB, z.m, z.n, z.k, z.lda, z.ldb, epi, "matmul")) {
+            ctx.template state<cuda::lt_matmul>().run(c, ctx.input(n.template child<0>()), bp, vec, out, "matmul");
             return;
         }
         run(n, ctx, out);
+        if (e.bias_grad) {
+            if (z.n == 0) return;
+            cuda::row_sum_kernel<T><<<cuda::grid_for(static_cast<std::size_t>(z.n), 256), 256, 0, c.stream>>>(bp, vec, z.k, z.n);
+            cuda::check_launch("matmul (bias gradient epilogue)");
+            return;
+        }
+        if (z.m == 0 || z.n == 0) return;
         const std::size_t count = static_cast<std::size_t>(z.batches * z.m * z.n);
-        cuda::bias_act_kernel<T><<<cuda::grid_for(count, 256), 256, 0, c.stream>>>(out, bias, z.batches * z.m, z.n, e.relu);
+        cuda::bias_act_kernel<T><<<cuda::grid_for(count, 256), 256, 0, c.stream>>>(out, vec, z.batches * z.m, z.n, e.relu);
         cuda::check_launch("matmul (bias epilogue)");
     }
 };
