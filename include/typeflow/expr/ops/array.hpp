@@ -472,7 +472,7 @@ struct concat_part {
         detail::window_box w{g, in[I]};
         for (std::size_t a = 0; a < g.rank; ++a) w.begin.d[a] = 0;
         const auto ax = static_cast<std::size_t>(normalize_axis(Axis, g.rank));
-        for (std::size_t k = 0; k < I; ++k) w.begin.d[ax] = detail::add_extents(w.begin.d[ax], in[k].d[ax]);
+        for (std::size_t k = 0; k != I; ++k) w.begin.d[ax] = detail::add_extents(w.begin.d[ax], in[k].d[ax]);
         return w;
     }
     template <class G, class... C>
