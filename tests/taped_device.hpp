@@ -65,9 +65,15 @@ inline void queue(std::function<void()> f) {
 }
 // Blocks of at least 64 KiB, reused last freed first: an arena re-planned for
 // other extents gets the same addresses, as a caching allocator's often does.
+struct block_pool {
+    std::vector<std::pair<void*, std::size_t>> blocks;
+    ~block_pool() {
+        for (auto& b : blocks) std::free(b.first);
+    }
+};
 inline std::vector<std::pair<void*, std::size_t>>& tp_pool() {
-    static std::vector<std::pair<void*, std::size_t>> free_blocks;
-    return free_blocks;
+    static block_pool free_blocks;  // returned to the system at exit
+    return free_blocks.blocks;
 }
 inline std::map<void*, std::size_t>& tp_caps() {
     static std::map<void*, std::size_t> caps;
