@@ -127,6 +127,21 @@ TEST_CASE("epilogue: training with paired matmuls follows the reference step for
     }
 }
 
+namespace {
+// A dense layer's inputs x (extents XS), w [6, 3] and b [3] on device D, and a session.
+template <class D, class XS = tf::shape<4, 6>>
+struct layer_in {
+    tf::placeholder<"x", float, XS, D> x;
+    tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+    tf::placeholder<"b", float, tf::shape<3>, D> b;
+    tf::session s;
+    template <class F>
+    auto run(const F& f, const tf::tensor<float>& xv, const tf::tensor<float>& wv, const tf::tensor<float>& bv) {
+        return s.run(f, tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
+    }
+};
+}  // namespace
+
 TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is", "[epilogue]") {
     rng_t r(12);
     const auto xv = uniform_tensor<float>(r, tf::dims{4, 6}, 0, 0, -1, 1);
@@ -145,47 +160,34 @@ TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is",
     };
     // the matmul fetched beside the relu
     CHECK(run_both([&]<class D>() {
-              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
-              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
-              tf::placeholder<"b", float, tf::shape<3>, D> b;
-              tf::session s;
-              auto mm = tf::matmul(x, w);
-              auto [a, m] = s.run(tf::fetch(tf::relu(mm + b), mm), tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
+              layer_in<D> l;
+              auto mm = tf::matmul(l.x, l.w);
+              auto [a, m] = l.run(tf::fetch(tf::relu(mm + l.b), mm), xv, wv, bv);
               return std::vector<tf::tensor<float>>{a, m};
           }) == 0);
     // the matmul read twice
     CHECK(run_both([&]<class D>() {
-              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
-              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
-              tf::placeholder<"b", float, tf::shape<3>, D> b;
-              tf::session s;
-              auto mm = tf::matmul(x, w);
-              return std::vector<tf::tensor<float>>{s.run(tf::relu(mm + b) * mm, tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv))};
+              layer_in<D> l;
+              auto mm = tf::matmul(l.x, l.w);
+              return std::vector<tf::tensor<float>>{l.run(tf::relu(mm + l.b) * mm, xv, wv, bv)};
           }) == 0);
     // a matrix added, not a vector along the last axis
     CHECK(run_both([&]<class D>() {
-              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
-              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
+              layer_in<D> l;
               tf::placeholder<"m", float, tf::shape<4, 3>, D> m;
-              tf::session s;
-              return std::vector<tf::tensor<float>>{s.run(tf::relu(tf::matmul(x, w) + m), tf::feed(x, xv), tf::feed(w, wv), tf::feed(m, mv))};
+              return std::vector<tf::tensor<float>>{
+                  l.s.run(tf::relu(tf::matmul(l.x, l.w) + m), tf::feed(l.x, xv), tf::feed(l.w, wv), tf::feed(m, mv))};
           }) == 0);
     // a batched matmul (3-D): paired by the plan, off in a binding that is not 2-D
     CHECK(run_both([&]<class D>() {
-              tf::placeholder<"x", float, tf::shape<2, 4, 6>, D> x;
-              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
-              tf::placeholder<"b", float, tf::shape<3>, D> b;
-              tf::session s;
-              return std::vector<tf::tensor<float>>{s.run(tf::relu(tf::matmul(x, w) + b), tf::feed(x, x3v), tf::feed(w, wv), tf::feed(b, bv))};
+              layer_in<D, tf::shape<2, 4, 6>> l;
+              return std::vector<tf::tensor<float>>{l.run(tf::relu(tf::matmul(l.x, l.w) + l.b), x3v, wv, bv)};
           }) == 0);
     // the sum fetched on the device, with the bias first: paired, the value read from the matmul's buffer
     CHECK(run_both([&]<class D>() {
-              tf::placeholder<"x", float, tf::shape<4, 6>, D> x;
-              tf::placeholder<"w", float, tf::shape<6, 3>, D> w;
-              tf::placeholder<"b", float, tf::shape<3>, D> b;
-              tf::session s;
-              auto z = b + tf::matmul(x, w);
-              auto [zz, t] = s.run(tf::fetch(z, tf::tanh(z)), tf::feed(x, xv), tf::feed(w, wv), tf::feed(b, bv));
+              layer_in<D> l;
+              auto z = l.b + tf::matmul(l.x, l.w);
+              auto [zz, t] = l.run(tf::fetch(z, tf::tanh(z)), xv, wv, bv);
               return std::vector<tf::tensor<float>>{zz, t};
           }) == 1);
 }
