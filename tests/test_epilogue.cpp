@@ -142,6 +142,27 @@ struct layer_in {
 };
 }  // namespace
 
+namespace mine {
+// A user's element-wise ops named like the builtins the epilogue computes,
+// doing something else: a - b and tanh.
+struct add {
+    static constexpr tf::op_kind kind = tf::op_kind::elementwise;
+    static constexpr std::string_view name = "add";
+    template <class A, class B>
+    using traits = decltype(tf::binary_rule<add, tf::rule::numeric, tf::operand_sig_t<A>, tf::operand_sig_t<B>>());
+    template <class A>
+    static constexpr auto apply(A a, A b) { return A(a - b); }
+};
+struct relu {
+    static constexpr tf::op_kind kind = tf::op_kind::elementwise;
+    static constexpr std::string_view name = "relu";
+    template <class A>
+    using traits = decltype(tf::unary_rule<relu, tf::rule::floating, tf::operand_sig_t<A>>());
+    template <class A>
+    static constexpr auto apply(A a) { return tf::math::tanh(a); }
+};
+}  // namespace mine
+
 TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is", "[epilogue]") {
     rng_t r(12);
     const auto xv = uniform_tensor<float>(r, tf::dims{4, 6}, 0, 0, -1, 1);
@@ -182,6 +203,16 @@ TEST_CASE("epilogue: a matmul is not paired where its value is needed as it is",
     CHECK(run_both([&]<class D>() {
               layer_in<D, tf::shape<2, 4, 6>> l;
               return std::vector<tf::tensor<float>>{l.run(tf::relu(tf::matmul(l.x, l.w) + l.b), x3v, wv, bv)};
+          }) == 0);
+    // user ops named "add" and "relu" are not the builtins: computed as written
+    CHECK(run_both([&]<class D>() {
+              layer_in<D> l;
+              return std::vector<tf::tensor<float>>{
+                  l.run(tf::relu(tf::make_node<mine::add>(tf::matmul(l.x, l.w), l.b)), xv, wv, bv)};
+          }) == 0);
+    CHECK(run_both([&]<class D>() {
+              layer_in<D> l;
+              return std::vector<tf::tensor<float>>{l.run(tf::make_node<mine::relu>(tf::matmul(l.x, l.w) + l.b), xv, wv, bv)};
           }) == 0);
     // the sum fetched on the device, with the bias first: paired, the value read from the matmul's buffer
     CHECK(run_both([&]<class D>() {

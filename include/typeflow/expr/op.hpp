@@ -44,6 +44,13 @@ enum class op_kind {
     kernel,       // materialised by a backend kernel (matmul, reductions, ...)
 };
 
+/// The part an element-wise op can take in a matrix product's epilogue
+/// (`add(matmul(x, w), b)`, `relu(add(...))`, kernel/kernel.hpp); `none` for
+/// every op but the builtin add and relu, whatever a user op is named.
+enum class epilogue_role : unsigned char { none, bias_add, relu };
+template <class Op>
+inline constexpr epilogue_role epilogue_role_of = epilogue_role::none;
+
 /// The traits of an op whose rule does not hold for the children: only the
 /// diagnostic type that names the problem, its op and its operands' shapes,
 /// dtypes or devices (expr/diagnostics.hpp; expr/ops/ build them with

@@ -143,6 +143,7 @@ struct node_desc {
     bool replayable = true;  // kernel nodes: a recording of the kernel's queued work may be replayed
     bool bias_grad_epilogue = false;  // kernels with run_epilogue that also take bias_grad
     bool sums_matrix_rows = false;    // ops that, on a matrix giving a vector, sum its rows (sum<0>, sum_like)
+    epilogue_role epilogue = epilogue_role::none;  // element-wise ops a matmul's epilogue can compute
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
@@ -759,6 +760,7 @@ struct op_desc {
         .replayable = op_facts<Device, Op>::replayable,
         .bias_grad_epilogue = op_facts<Device, Op>::bias_grad_epilogue,
         .sums_matrix_rows = op_facts<Device, Op>::sums_matrix_rows,
+        .epilogue = epilogue_role_of<Op>,
     };
 };
 // The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).

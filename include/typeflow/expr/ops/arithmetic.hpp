@@ -15,6 +15,8 @@ TYPEFLOW_BINARY_OP(maximum, numeric, a < b ? b : a)
 TYPEFLOW_BINARY_OP(minimum, numeric, b < a ? b : a)
 TYPEFLOW_UNARY_OP(neg, numeric, A(-a))
 }  // namespace op
+template <>
+inline constexpr epilogue_role epilogue_role_of<op::add> = epilogue_role::bias_add;
 
 /// Element-wise a + b with broadcasting.
 template <class A, class B>

@@ -18,6 +18,8 @@ TYPEFLOW_UNARY_OP(abs, numeric, a < A(0) ? A(-a) : a)
 TYPEFLOW_UNARY_OP(square, numeric, A(a * a))
 TYPEFLOW_UNARY_OP(relu, numeric, a > A(0) ? a : A(0))
 }  // namespace op
+template <>
+inline constexpr epilogue_role epilogue_role_of<op::relu> = epilogue_role::relu;
 
 /// e^x, element-wise.
 template <operand A> decltype(auto) exp(const A& a) { return make_node<op::exp>(a); }

@@ -283,13 +283,13 @@ TYPEFLOW_DECL void plan_core::plan_epilogues() {
         const node_desc& d = *desc_[m];
         if (!d.eval_epilogue || !computed(m) || flags_[m].fetched || readers[m] != 1 || !single(m) || shared(m)) continue;
         const std::size_t add = reader[m];
-        if (desc_[add]->kind != op_kind::elementwise || desc_[add]->name != "add" || flags_[add].assign || shared(add)) continue;
+        if (desc_[add]->epilogue != epilogue_role::bias_add || flags_[add].assign || shared(add)) continue;
         std::size_t r = add;
         bool relu = false;
         if (!flags_[add].materialized) {  // fused: its one reader is a relu that roots the region
             if (flags_[add].fetched || readers[add] != 1) continue;
             r = reader[add];
-            if (desc_[r]->name != "relu" || desc_[r]->kind != op_kind::elementwise || flags_[r].assign || shared(r)) continue;
+            if (desc_[r]->epilogue != epilogue_role::relu || flags_[r].assign || shared(r)) continue;
             relu = true;
         }
         if (!is_region_root(r) || !single(r) || desc_[r]->memory != d.memory || desc_[r]->type != d.type) continue;
