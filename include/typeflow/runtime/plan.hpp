@@ -144,6 +144,9 @@ struct node_desc {
     bool bias_grad_epilogue = false;  // kernels with run_epilogue that also take bias_grad
     bool sums_matrix_rows = false;    // ops that, on a matrix giving a vector, sum its rows (sum<0>, sum_like)
     epilogue_role epilogue = epilogue_role::none;  // element-wise ops a matmul's epilogue can compute
+    // kernels that write children [writes_first, writes_end) where they are (sparse_apply: a
+    // variable and its slots); on a device, their copies there become the newer ones
+    std::uint32_t writes_first = 0, writes_end = 0;
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
 };
@@ -425,6 +428,8 @@ private:
     // per instance: an assign on a device that computes into its variable's next buffer, committed
     // by a swap (the only assign of that variable in the plan, written at the end of the run)
     array<std::uint8_t> swap_;
+    // per instance: a variable on a device that a kernel writes where it is (node_desc::writes_first)
+    array<std::uint8_t> written_;
     bool device_ = false;           // some node lives in device memory
     std::size_t arena_bytes_ = 0;
     // scratch for one run (sized at construction: runs do not allocate)
@@ -655,6 +660,14 @@ struct op_facts {
         if constexpr (requires { Op::output_index; }) return std::size_t{Op::output_index};
         else return std::size_t{0};
     }();
+    static constexpr std::uint32_t writes_first = [] {
+        if constexpr (requires { Op::writes_first; }) return static_cast<std::uint32_t>(Op::writes_first);
+        else return std::uint32_t{0};
+    }();
+    static constexpr std::uint32_t writes_end = [] {
+        if constexpr (requires { Op::writes_end; }) return static_cast<std::uint32_t>(Op::writes_end);
+        else return std::uint32_t{0};
+    }();
     static constexpr const memory_space* memory = memory_of<Device>;
 };
 template <class Device, class Op>
@@ -761,6 +774,8 @@ struct op_desc {
         .bias_grad_epilogue = op_facts<Device, Op>::bias_grad_epilogue,
         .sums_matrix_rows = op_facts<Device, Op>::sums_matrix_rows,
         .epilogue = epilogue_role_of<Op>,
+        .writes_first = op_facts<Device, Op>::writes_first,
+        .writes_end = op_facts<Device, Op>::writes_end,
     };
 };
 // The descriptor of a leaf (leaf types are short: a name, a dtype, a shape).

@@ -325,6 +325,8 @@ struct sparse_apply {
     /// Positions of the variable, of the first slot, hyperparameter, values and indices.
     static constexpr std::size_t var_at = R, slot_at = R + 1, hyper_at = slot_at + slots, values_at = hyper_at + hypers,
                                  indices_at = values_at + P;
+    /// The children it writes where they are: the variable and its slots.
+    static constexpr std::size_t writes_first = var_at, writes_end = hyper_at;
     template <class... C>
     struct traits {
         static_assert(sizeof...(C) == indices_at + P && P > 0,

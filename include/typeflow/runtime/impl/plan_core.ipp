@@ -242,6 +242,10 @@ TYPEFLOW_DECL void plan_core::finish() {
                 if (flags_[insts_[q].node].assign && insts_[child_ref(insts_[q], 0)].id == insts_[vk].id) ++writers;
             swap_[k] = writers == 1 && desc_[insts_[vk].node]->mirror != nullptr;
         }
+        written_.assign(insts_.size(), 0);
+        for (const instance& in : insts_)
+            for (std::uint32_t j = desc_[in.node]->writes_first; j < desc_[in.node]->writes_end; ++j)
+                written_[child_ref(in, j)] = 1;
     }
     // kernel state kept across runs, per instance
     states_.assign(insts_.size(), nullptr);
@@ -1194,7 +1198,8 @@ TYPEFLOW_DECL const void* plan_core::device_leaf(std::uint32_t k, const void* ho
     const memory_space* m = d.memory;
     const std::size_t bytes = bytes_of(k);
     try {
-        if (d.mirror) return d.mirror(insts_[k].obj, m, detail::mirror_read);  // a variable: its own copy
+        if (d.mirror)  // a variable: its own copy (newer than the host's once a kernel writes it)
+            return d.mirror(insts_[k].obj, m, written_[k] ? detail::mirror_write : detail::mirror_read);
         leaf_copy& c = leaf_copies_[k];
         if (bytes > c.cap || !c.p) {
             if (c.p) m->free(c.p, c.cap);
