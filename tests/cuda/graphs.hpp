@@ -2,6 +2,7 @@
 #pragma once
 #include <typeflow/typeflow.hpp>
 
+#include <cstdint>
 #include <tuple>
 #include <vector>
 
@@ -55,6 +56,48 @@ std::vector<tf::tensor<float>> arrays_on(const tf::tensor<float>& xv, const tf::
         s.run(tf::fetch(cat, cat0, sl, std::get<0>(parts), std::get<1>(parts), std::get<2>(parts), pc, pr, ps, tl, st, loss, gx, gy),
               tf::feed(x, xv), tf::feed(y, yv));
     return {a, b, cc, d, e, f, g, h, i, j, k, l, m, o};
+}
+
+// The results of embeddings_on, in order.
+inline const char* const embedding_names[] = {"losses", "lookup", "lookup int64", "gather<1>", "gradient x", "table"};
+
+// Feeds of embeddings_on: int32 ids [n, 3] and int64 ids [m] into a table of
+// 9 rows (repeats within and across the two), x [n, 5, 2], and the indices
+// along x's axis 1 (repeated).
+struct embedding_feeds {
+    tf::tensor<std::int32_t> ids;
+    tf::tensor<std::int64_t> ids64;
+    tf::tensor<float> x;
+    tf::tensor<std::int32_t> k{tf::dims{4}, {3, 0, 3, 4}};
+};
+
+// A table of 9 x 4 on device D looked up twice, by int32 and by int64 ids,
+// and a gather along axis 1 of x; `steps` steps of Opt on the table (one
+// sparse update a step, its gradient two index lists), then the lookups, the
+// gather, the loss's gradient with respect to x (an indexed_slices along axis
+// 1) and the table.
+template <class D, class Opt>
+std::vector<tf::tensor<float>> embeddings_on(Opt opt, const embedding_feeds& f, int steps) {
+    tf::variable<"table", float, tf::shape<9, 4>, D> table;
+    std::vector<float> init(36);
+    for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<float>((static_cast<int>(i * 7 % 11) - 5) * 0.15);
+    table.load(tf::view(init, tf::dims{9, 4}));
+    tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn, 3>, D> a;
+    tf::placeholder<"ids64", std::int64_t, tf::shape<tf::dyn>, D> b;
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 5, 2>, D> x;
+    tf::placeholder<"k", std::int32_t, tf::shape<4>, D> k;
+    auto ea = tf::embedding_lookup(table, a);  // [n, 3, 4]
+    auto eb = tf::embedding_lookup(table, b);  // [m, 4]
+    auto gx = tf::gather<1>(x, k);             // [n, 4, 2]
+    auto loss = tf::sum(ea * ea * ea) + tf::sum(tf::sin(eb)) + tf::sum(gx * gx * gx);
+    auto step = opt.minimize(loss);
+    tf::session s;
+    auto feeds = [&] { return std::tuple(tf::feed(a, f.ids), tf::feed(b, f.ids64), tf::feed(x, f.x), tf::feed(k, f.k)); };
+    tf::tensor<float> losses(tf::dims{steps});
+    for (int i = 0; i < steps; ++i)
+        losses[i] = std::apply([&](const auto&... fd) { return std::get<0>(s.run(tf::fetch(loss, step), fd...)); }, feeds())[0];
+    auto [la, lb, g, dx] = std::apply([&](const auto&... fd) { return s.run(tf::fetch(ea, eb, gx, tf::grad(loss, x)), fd...); }, feeds());
+    return {losses, la, lb, g, dx, table.value()};
 }
 
 }  // namespace tftest

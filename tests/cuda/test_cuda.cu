@@ -1,6 +1,6 @@
 // The CUDA backend (tf::gpu<0>) against the CPU backend and against
 // independent references: fused regions, matmul, reductions, softmax,
-// one_hot, transpose, transfers, gradients (central finite differences in
+// one_hot, transpose, gathers and sparse updates, transfers, gradients (central finite differences in
 // double precision), a training run, variables shared with the host, and
 // bad input (feeds, labels, out-of-memory). Built by nvcc; without a CUDA
 // device the whole program reports itself skipped (cuda_main.cu).
@@ -426,6 +426,47 @@ TEST_CASE("cuda array ops and their gradients match the cpu", "[cuda]") {
         const auto g = arrays_on<G>(xv, yv), c = arrays_on<tf::cpu>(xv, yv);
         for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(rows) + " rows: " + array_names[i], g[i], c[i], 2e-5);
     }
+}
+
+TEST_CASE("cuda embedding lookups, gathers and sparse updates (SGD, Adam) match the cpu", "[cuda]") {
+    rng_t r(43);
+    for (tf::index_t n : {1, 7, 3000}) {  // 3000: a radix sort over many blocks
+        embedding_feeds f;
+        f.ids = uniform_tensor<std::int32_t>(r, tf::dims{n, 3}, 0, 8, 0, 0);
+        f.ids64 = tf::tensor<std::int64_t>(tf::dims{5}, {2, 8, 2, 0, 5});
+        f.x = uniform_tensor<float>(r, tf::dims{n, 5, 2}, 0, 0, -1, 1);
+        const auto sg = embeddings_on<G>(tf::train::sgd(0.01f), f, 3), sc = embeddings_on<tf::cpu>(tf::train::sgd(0.01f), f, 3);
+        for (std::size_t i = 0; i < sg.size(); ++i) expect_close(std::to_string(n) + " sgd: " + embedding_names[i], sg[i], sc[i], 1e-4);
+        const auto ag = embeddings_on<G>(tf::train::adam(0.01f), f, 3), ac = embeddings_on<tf::cpu>(tf::train::adam(0.01f), f, 3);
+        for (std::size_t i = 0; i < ag.size(); ++i) expect_close(std::to_string(n) + " adam: " + embedding_names[i], ag[i], ac[i], 1e-4);
+    }
+}
+
+TEST_CASE("cuda a bad embedding index is the cpu's tf::error and updates no row", "[cuda]") {
+    const auto lookup = []<class D>(D, const std::vector<std::int32_t>& ids, std::string& error) {
+        tf::variable<"t", float, tf::shape<6, 2>, D> t;
+        const std::vector<float> init{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f, 1.2f};
+        t.load(tf::view(init, tf::dims{6, 2}));
+        tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn>, D> p;
+        auto e = tf::embedding_lookup(t, p);
+        auto step = tf::train::sgd(0.5f).minimize(tf::sum(e * e));
+        tf::session s;
+        try {
+            s.run(step, tf::feed(p, tf::view(ids, tf::dims{static_cast<tf::index_t>(ids.size())})));
+        } catch (const tf::error& x) {
+            error = x.what();
+        }
+        return t.value();
+    };
+    std::string ge, ce;
+    const auto g = lookup(G{}, {2, 6, 1, 7}, ge), c = lookup(tf::cpu{}, {2, 6, 1, 7}, ce);
+    CHECK(ce.find("indices[1] = 6 is not in [0, 6)") != std::string::npos);
+    CHECK(ge == ce);
+    for (tf::index_t e = 0; e < g.size(); ++e) CHECK(g[e] == c[e]);  // both untouched
+    std::string none;
+    const auto moved = lookup(G{}, {2, 2}, none);
+    CHECK(none.empty());
+    CHECK(moved[4] != g[4]);
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
+#include <typeflow/expr/ops/gather.hpp>
 #include <typeflow/expr/ops/random.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
@@ -58,8 +59,26 @@ inline void check_launch(std::string_view what) {
 struct error_word {
     int code = 0;  // 0: none
     long long a = 0, b = 0, c = 0;
+    const char* what = nullptr;  // the reporting op's name (host memory; kernels only copy the address)
+    long long what_len = 0;
 };
-enum : int { error_label_out_of_range = 1, error_dropout_rate = 2 };
+enum : int { error_label_out_of_range = 1, error_dropout_rate = 2, error_index_out_of_range = 3 };
+
+/// Raises the tf::error of a report (the CPU's own where there is one).
+inline void raise_error(const error_word& e, int gpu) {
+    if (e.code == error_label_out_of_range)
+        typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << e.a << " at flat index " << e.b
+                                                            << " is out of range [0, " << e.c << ")");
+    if (e.code == error_dropout_rate) {  // a: the rate's bits
+        double rate = 0;
+        std::memcpy(&rate, &e.a, sizeof rate);
+        typeflow::detail::check_dropout_rate(rate);  // the CPU's tf::error
+    }
+    if (e.code == error_index_out_of_range)  // a: the index's position, b: its value, c: the extent
+        typeflow::detail::raise_index_out_of_range(std::string_view(e.what, static_cast<std::size_t>(e.what_len)), e.a, e.b,
+                                                   e.c);
+    typeflow::detail::raise(typeflow::detail::message() << "gpu:" << gpu << ": a kernel reported error " << e.code);
+}
 
 /// One GPU as typeflow uses it: its stream (every kernel and copy of
 /// typeflow's runs on it, in order), its cuBLAS handle, a buffer of ones for
@@ -131,18 +150,10 @@ device_context& context() {
 /// Raises the error a kernel of this GPU reported, once its work is done.
 inline void raise_reported(device_context& c) {
     const volatile error_word* w = c.err;
-    const error_word e{w->code, w->a, w->b, w->c};
+    const error_word e{w->code, w->a, w->b, w->c, w->what, w->what_len};
     if (e.code == 0) return;
     *c.err = error_word{};
-    if (e.code == error_label_out_of_range)
-        typeflow::detail::raise(typeflow::detail::message() << "one_hot: label " << e.a << " at flat index " << e.b
-                                                            << " is out of range [0, " << e.c << ")");
-    if (e.code == error_dropout_rate) {  // a: the rate's bits
-        double rate = 0;
-        std::memcpy(&rate, &e.a, sizeof rate);
-        typeflow::detail::check_dropout_rate(rate);  // the CPU's tf::error
-    }
-    typeflow::detail::raise(typeflow::detail::message() << "gpu:" << c.index << ": a kernel reported error " << e.code);
+    raise_error(e, c.index);
 }
 
 /// Waits for GPU N's queued work and raises what its kernels reported.

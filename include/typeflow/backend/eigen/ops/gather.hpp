@@ -170,7 +170,8 @@ struct kernel<cpu, op::sparse_apply<Rule, R, P>> {
                     for (index_t j = b + 1; j < end; ++j) bd::add_row(acc, static_cast<const T*>(e[j].src), w);
                     g = acc;
                 }
-                for (std::size_t q = 0; q < Rule::slots; ++q) s[q] = slot[q] + r * w;
+                if constexpr (Rule::slots > 0)
+                    for (std::size_t q = 0; q < Rule::slots; ++q) s[q] = slot[q] + r * w;
                 Rule::row(var + r * w, var + r * w, s, s, h, g, w);
             }
         };
