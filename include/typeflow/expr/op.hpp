@@ -24,7 +24,10 @@
 //     extents alone the kernel reads (never its elements), so that child gets
 //     no buffer for it; and `forwards(const dims&...)`, true when for these
 //     extents the result is child 0's elements unchanged, so the runtime
-//     aliases child 0 instead of running the kernel (a sum over no axes).
+//     aliases child 0 instead of running the kernel (a sum over no axes);
+//     `writes_first`/`writes_end`, the children [first, end) its kernel
+//     writes where they are (variables; sparse_apply), so that their copies
+//     on a device become the newer ones.
 // Its gradient rule is gradient<Op>::vjp<I>(node, adjoint) (expr/gradient.hpp),
 // in the op's own header. Each backend provides kernel<Device, Op> for kernel
 // ops (kernel/kernel.hpp) and may give element-wise ops a faster form of
