@@ -3,6 +3,7 @@
 #include <typeflow/typeflow.hpp>
 
 #include <cstdint>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -98,6 +99,25 @@ std::vector<tf::tensor<float>> embeddings_on(Opt opt, const embedding_feeds& f, 
         losses[i] = std::apply([&](const auto&... fd) { return std::get<0>(s.run(tf::fetch(loss, step), fd...)); }, feeds())[0];
     auto [la, lb, g, dx] = std::apply([&](const auto&... fd) { return s.run(tf::fetch(ea, eb, gx, tf::grad(loss, x)), fd...); }, feeds());
     return {losses, la, lb, g, dx, table.value()};
+}
+
+// One SGD step on a 6 x 2 table of device D looked up at `ids`: the table
+// after it; a tf::error of the run goes to `error`.
+template <class D>
+tf::tensor<float> lookup_step_on(const std::vector<std::int32_t>& ids, std::string& error) {
+    tf::variable<"t", float, tf::shape<6, 2>, D> t;
+    const std::vector<float> init{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f, 1.2f};
+    t.load(tf::view(init, tf::dims{6, 2}));
+    tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn>, D> p;
+    auto e = tf::embedding_lookup(t, p);
+    auto step = tf::train::sgd(0.5f).minimize(tf::sum(e * e));
+    tf::session s;
+    try {
+        s.run(step, tf::feed(p, tf::view(ids, tf::dims{static_cast<tf::index_t>(ids.size())})));
+    } catch (const tf::error& x) {
+        error = x.what();
+    }
+    return t.value();
 }
 
 }  // namespace tftest

@@ -443,28 +443,13 @@ TEST_CASE("cuda embedding lookups, gathers and sparse updates (SGD, Adam) match 
 }
 
 TEST_CASE("cuda a bad embedding index is the cpu's tf::error and updates no row", "[cuda]") {
-    const auto lookup = []<class D>(D, const std::vector<std::int32_t>& ids, std::string& error) {
-        tf::variable<"t", float, tf::shape<6, 2>, D> t;
-        const std::vector<float> init{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f, 1.2f};
-        t.load(tf::view(init, tf::dims{6, 2}));
-        tf::placeholder<"ids", std::int32_t, tf::shape<tf::dyn>, D> p;
-        auto e = tf::embedding_lookup(t, p);
-        auto step = tf::train::sgd(0.5f).minimize(tf::sum(e * e));
-        tf::session s;
-        try {
-            s.run(step, tf::feed(p, tf::view(ids, tf::dims{static_cast<tf::index_t>(ids.size())})));
-        } catch (const tf::error& x) {
-            error = x.what();
-        }
-        return t.value();
-    };
     std::string ge, ce;
-    const auto g = lookup(G{}, {2, 6, 1, 7}, ge), c = lookup(tf::cpu{}, {2, 6, 1, 7}, ce);
+    const auto g = lookup_step_on<G>({2, 6, 1, 7}, ge), c = lookup_step_on<tf::cpu>({2, 6, 1, 7}, ce);
     CHECK(ce.find("indices[1] = 6 is not in [0, 6)") != std::string::npos);
     CHECK(ge == ce);
     for (tf::index_t e = 0; e < g.size(); ++e) CHECK(g[e] == c[e]);  // both untouched
     std::string none;
-    const auto moved = lookup(G{}, {2, 2}, none);
+    const auto moved = lookup_step_on<G>({2, 2}, none);
     CHECK(none.empty());
     CHECK(moved[4] != g[4]);
 }
