@@ -276,28 +276,6 @@ TEST_CASE("scan gradients through 1 and 2 and 50 steps and nested scans and a sc
     }
 }
 
-namespace {
-// x <- tanh(x W + b) for `iterations` steps (the condition counts)
-template <int Iterations>
-void check_while_iterations() {
-    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 71}};
-    tf::variable<"b", double, tf::shape<2>> b{tf::init::normal{0.0, 0.5, 72}};
-    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 73}};
-    auto x = tf::while_loop([](const auto& i, const auto&) { return i < Iterations; },
-                            [&](const auto& v) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W)) + b); }, x0,
-                            Iterations + 3);
-    auto y = tf::sum(tf::square(x) * tf::constant<tf::shape<2>>({1.0, -2.0}));
-    INFO(Iterations << " iterations");
-    TFTEST_CHECK_GRAD("while_loop", y, W, b, x0);
-}
-}  // namespace
-
-TEST_CASE("while_loop gradients match finite differences: 1 and 2 and 50 iterations", "[control][while_loop][grad]") {
-    check_while_iterations<1>();
-    check_while_iterations<2>();
-    check_while_iterations<50>();
-}
-
 TEST_CASE("while_loop gradients: a data-dependent trip count and a loop that hits maximum_iterations", "[control][while_loop][grad]") {
     tf::variable<"a", double, tf::shape<3>> a{tf::init::normal{0.0, 0.3, 81}};
     tf::variable<"x0", double, tf::shape<3>> x0{tf::init::ones{}};
@@ -317,31 +295,4 @@ TEST_CASE("while_loop gradients: a data-dependent trip count and a loop that hit
     }
     auto yc = tf::sum(capped * capped);
     TFTEST_CHECK_GRAD("capped", yc, a, x0);
-}
-
-TEST_CASE("while_loop gradients through a scan in its body and a loop inside a cond", "[control][while_loop][grad]") {
-    tf::variable<"w", double, tf::shape<2>> w{tf::init::normal{0.0, 0.5, 91}};
-    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 92}};
-    SECTION("a scan in a while loop's body") {
-        tf::variable<"ys", double, tf::shape<2, 2>> ys{tf::init::normal{0.0, 1.0, 93}};
-        auto x = tf::while_loop(
-            [](const auto& i, const auto&) { return i < 3; },
-            [&](const auto& v) {
-                return tf::gather(tf::scan([&](const auto& u, const auto& r) { return tf::sin(u * w) + r * 0.5; }, ys, v),
-                                  tf::literal<std::int32_t, 1>{});
-            },
-            x0, 5);
-        auto y = tf::sum(tf::square(x));
-        TFTEST_CHECK_GRAD("a scan in a while loop", y, w, x0, ys);
-    }
-    SECTION("a while loop in a cond, taken and not taken") {
-        const auto loop = [&] {
-            return tf::while_loop([](const auto& i, const auto&) { return i < 3; }, [&](const auto& v) { return tf::cos(v) * w; },
-                                  x0, 3);
-        };
-        auto taken = tf::sum(tf::square(tf::cond(tf::sum(x0) < 100.0, loop, [&] { return x0 * 3.0; })));
-        TFTEST_CHECK_GRAD("while in the taken branch", taken, w, x0);
-        auto not_taken = tf::sum(tf::square(tf::cond(tf::sum(x0) > 100.0, loop, [&] { return x0 * 3.0; })));
-        TFTEST_CHECK_GRAD("while in the branch not taken", not_taken, x0);
-    }
 }

@@ -113,6 +113,36 @@ inline constexpr bool cond_leaf_v = [] {
     else if constexpr (!std::is_floating_point_v<value_type_t<T>>) return false;
     else return is_variable_v<T> || is_placeholder_v<T> || requires { T::expand_graph; };
 }();
+// The nodes a cond's gradient can reach below expressions Es...: a walk (each
+// distinct node once) that keeps a grad entry without going below it, and
+// does not go below any stop_gradient, through which nothing flows. (Below a
+// scan's grad entries lies the whole forward scan: the full node list of a
+// gradient step's cond is many times longer, and its leaves add nothing.)
+template <class T>
+inline constexpr bool stops_gradient_v = false;
+template <class X>
+inline constexpr bool stops_gradient_v<node<op::stop_gradient, X>> = true;
+template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
+struct gradient_walk {
+    using type = Acc;
+};
+template <class Acc, class Children>
+struct gradient_walk_children {
+    using type = Acc;
+};
+template <class Acc, class C0, class... Cs>
+struct gradient_walk_children<Acc, meta::list<C0, Cs...>> {
+    using type = typename gradient_walk_children<typename gradient_walk<Acc, C0>::type, meta::list<Cs...>>::type;
+};
+template <class Acc, class N>
+struct gradient_walk<Acc, N, false> {
+    using marked = typename graph::detail::append<Acc, N>::type;
+    using type = typename std::conditional_t<N::is_leaf || is_grad_entry_v<N> || stops_gradient_v<N>, std::type_identity<marked>,
+                                             gradient_walk_children<marked, typename N::children_list>>::type;
+};
+template <class... Es>
+using gradient_nodes_t = typename gradient_walk_children<graph::detail::visited<>, meta::list<Es...>>::type::list;
+
 template <class Acc, class... Ts>
 struct cond_leaves_of {
     using type = Acc;
@@ -214,7 +244,7 @@ decltype(auto) cond(const P& pred, Then then_fn, Else else_fn) {
     } else {
         const A a = then_fn();
         const B b = else_fn();
-        using L = typename detail::cond_leaves<graph::topo_t<A, B>>::type;
+        using L = typename detail::cond_leaves<detail::gradient_nodes_t<A, B>>::type;
         return detail::make_cond(pred, a, b, L{});
     }
 }

@@ -112,6 +112,39 @@ struct use_table {
     }();
 };
 
+// True for a node that passes its adjoint on to its children: an op of
+// floating-point value whose rule is not no_gradient (stop_gradient,
+// comparisons and the like pass nothing). An op without a rule counts as
+// passing, so that reaching it is the error it is.
+template <class T, bool Leaf = T::is_leaf>
+inline constexpr bool passes_adjoint_v = false;
+template <class T>
+inline constexpr bool passes_adjoint_v<T, false> = [] {
+    if constexpr (!ad::differentiable_v<T>) return false;
+    else if constexpr (!complete_v<gradient<typename T::op>>) return true;
+    else return !std::is_base_of_v<no_gradient, gradient<typename T::op>>;
+}();
+// Which nodes the cost's adjoint reaches: the cost (the last node), and each
+// node that a reached node passing adjoints on reads. The builder instantiates
+// nothing for the rest (below a loop gradient's stop_gradient entries lies
+// the whole forward loop, whose every node reads the same variables).
+template <class G>
+struct reach_table {
+    template <class... Ts>
+    static constexpr std::array<bool, G::size> passes(meta::list<Ts...>) {
+        return {passes_adjoint_v<Ts>...};
+    }
+    static constexpr std::array<bool, G::size> value = [] {
+        constexpr std::array<bool, G::size> pass = passes(typename G::nodes{});
+        constexpr const auto& t = use_table<G>::value;
+        std::array<bool, G::size> r{};
+        r[G::size - 1] = true;
+        for (std::size_t i = G::size - 1; i-- > 0;)  // parents come after their children
+            for (std::size_t k = t.first[i]; k < t.first[i + 1] && !r[i]; ++k) r[i] = r[t.u[k].parent] && pass[t.u[k].parent];
+        return r;
+    }();
+};
+
 // An op's name for messages (keyed on the op alone), "" for leaves.
 template <class T, bool Leaf = T::is_leaf>
 struct op_of {
@@ -313,7 +346,7 @@ private:
         } else if constexpr (I + 1 == N) {
             if constexpr (shape_t<T>::rank == 0) return literal<value_type_t<T>, 1, 1, device_t<T>>{};
             else return broadcast_like(literal<value_type_t<T>, 1, 1, device_t<T>>{}, object<I>());
-        } else if constexpr (!ad::differentiable_v<T>) {
+        } else if constexpr (!ad::differentiable_v<T> || !reach_table<G>::value[I]) {
             return ad::zero{};
         } else {
             constexpr const auto& t = use_table<G>::value;
@@ -349,6 +382,12 @@ private:
 
     template <std::size_t P, std::size_t Slot, std::size_t I>
     auto contribution() {
+        using PT = at<P>;
+        if constexpr (!reach_table<G>::value[P] || !passes_adjoint_v<PT>) return ad::zero{};
+        else return reached_contribution<P, Slot, I>();
+    }
+    template <std::size_t P, std::size_t Slot, std::size_t I>
+    auto reached_contribution() {
         using PT = at<P>;
         static_assert(has_rule<typename PT::op>());
         auto gp = adjoint<P>();

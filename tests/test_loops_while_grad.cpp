@@ -1,0 +1,60 @@
+// Gradients of tf::while_loop through 1, 2 and 50 iterations, through a
+// scan in its body and inside a cond (finite differences in double
+// precision). Apart from test_loops.cpp: these are the suite's most costly
+// instantiations, so that the two files build side by side.
+#include <catch2/catch.hpp>
+
+#include <typeflow/typeflow.hpp>
+
+#include "grad_check.hpp"
+
+namespace tf = typeflow;
+
+namespace {
+// x <- tanh(x W + b) for `iterations` steps (the condition counts)
+template <int Iterations>
+void check_while_iterations() {
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 71}};
+    tf::variable<"b", double, tf::shape<2>> b{tf::init::normal{0.0, 0.5, 72}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 73}};
+    auto x = tf::while_loop([](const auto& i, const auto&) { return i < Iterations; },
+                            [&](const auto& v) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W)) + b); }, x0,
+                            Iterations + 3);
+    auto y = tf::sum(tf::square(x) * tf::constant<tf::shape<2>>({1.0, -2.0}));
+    INFO(Iterations << " iterations");
+    TFTEST_CHECK_GRAD("while_loop", y, W, b, x0);
+}
+}  // namespace
+
+TEST_CASE("while_loop gradients match finite differences: 1 and 2 and 50 iterations", "[control][while_loop][grad]") {
+    check_while_iterations<1>();
+    check_while_iterations<2>();
+    check_while_iterations<50>();
+}
+
+TEST_CASE("while_loop gradients through a scan in its body and a loop inside a cond", "[control][while_loop][grad]") {
+    tf::variable<"w", double, tf::shape<2>> w{tf::init::normal{0.0, 0.5, 91}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 92}};
+    SECTION("a scan in a while loop's body") {
+        tf::variable<"ys", double, tf::shape<2, 2>> ys{tf::init::normal{0.0, 1.0, 93}};
+        auto x = tf::while_loop(
+            [](const auto& i, const auto&) { return i < 3; },
+            [&](const auto& v) {
+                return tf::gather(tf::scan([&](const auto& u, const auto& r) { return tf::sin(u * w) + r * 0.5; }, ys, v),
+                                  tf::literal<std::int32_t, 1>{});
+            },
+            x0, 5);
+        auto y = tf::sum(tf::square(x));
+        TFTEST_CHECK_GRAD("a scan in a while loop", y, w, x0, ys);
+    }
+    SECTION("a while loop in a cond, taken and not taken") {
+        const auto loop = [&] {
+            return tf::while_loop([](const auto& i, const auto&) { return i < 3; }, [&](const auto& v) { return tf::cos(v) * w; },
+                                  x0, 3);
+        };
+        auto taken = tf::sum(tf::square(tf::cond(tf::sum(x0) < 100.0, loop, [&] { return x0 * 3.0; })));
+        TFTEST_CHECK_GRAD("while in the taken branch", taken, w, x0);
+        auto not_taken = tf::sum(tf::square(tf::cond(tf::sum(x0) > 100.0, loop, [&] { return x0 * 3.0; })));
+        TFTEST_CHECK_GRAD("while in the branch not taken", not_taken, x0);
+    }
+}
