@@ -59,6 +59,9 @@
 #    (chain_let_D), with tf::expr steps (chain_expr_D) and as tf::repeat
 #    (chain_repeat_D). SKIP_DEBUG=1 leaves it out.
 #
+# 5. compile_loop_grad: a loop's gradient (LOOP_GRAD_ONLY=1: this alone; see
+#    section 5 below).
+#
 # Time is the compiler's CPU time (user + sys, as /usr/bin/time -v reports
 # it), which the load of other processes on a shared machine inflates far less
 # than the wall clock; the wall clock is shown too (on stderr). Each figure is
@@ -261,6 +264,31 @@ debug_section() {
     done
 }
 if [[ -n "${DEBUG_ONLY:-}" ]]; then debug_section; exit 0; fi
+
+# ---- 5. a loop's gradient (issue 24): benchmarks/compile/loop_grad.cpp as a
+# scan (kind=scan), a scan whose step holds a cond (scan_cond) and a
+# while_loop (while: its gradient differentiates a scan with a cond in its
+# step), each without and with tf::grad(y, W) (GRAD=0|1):
+#   compile_loop_grad kind=<k> forward=<s> with_grad=<s> grad=<s> peak_mb=<MB>
+# (grad: the difference, the gradient's own cost). LOOP_GRAD_ONLY=1
+# measures this alone and stops.
+if [[ -n "${LOOP_GRAD_ONLY:-}" ]]; then
+    kinds=(scan scan_cond while)
+    names=()
+    for k in 0 1 2; do
+        for g in 0 1; do
+            SRC[loop_${k}_$g]="$here/compile/loop_grad.cpp"
+            XARGS[loop_${k}_$g]="-DKIND=$k -DGRAD=$g -lz"
+            names+=("loop_${k}_$g")
+        done
+    done
+    measure "${names[@]}"
+    for k in 0 1 2; do
+        awk -v k="${kinds[$k]}" -v f="${CPU[loop_${k}_0]}" -v g="${CPU[loop_${k}_1]}" -v m="${PEAK[loop_${k}_1]}" \
+            'BEGIN { printf "compile_loop_grad kind=%s forward=%.2f with_grad=%.2f grad=%.2f peak_mb=%d\n", k, f, g, g - f, m }'
+    done
+    exit 0
+fi
 
 # ---- 1e. the two-tower ticket ranker (two masked LSTMs over embeddings, a
 # functional model with two heads, fit) against the main example, the CNN.
