@@ -1,6 +1,6 @@
 // The CUDA backend (tf::gpu<0>) against the CPU backend and against
 // independent references: fused regions, matmul, reductions, softmax,
-// one_hot, transpose, gathers and sparse updates, transfers, gradients (central finite differences in
+// one_hot, transpose, gathers and sparse updates, linear algebra, transfers, gradients (central finite differences in
 // double precision), a training run, variables shared with the host, and
 // bad input (feeds, labels, out-of-memory). Built by nvcc; without a CUDA
 // device the whole program reports itself skipped (cuda_main.cu).
@@ -452,6 +452,63 @@ TEST_CASE("cuda a bad embedding index is the cpu's tf::error and updates no row"
     const auto moved = lookup_step_on<G>({2, 2}, none);
     CHECK(none.empty());
     CHECK(moved[4] != g[4]);
+}
+
+namespace {
+// The inverse, determinants and a solve of [n, n] matrices on device D, and
+// the gradient of a loss through all of them with respect to the matrix.
+template <class D, class T>
+std::vector<tf::tensor<T>> linalg_on(const tf::tensor<T>& av, const tf::tensor<T>& bv) {
+    tf::placeholder<"a", T, tf::shape<tf::dyn, tf::dyn>, D> a;
+    tf::placeholder<"b", T, tf::shape<tf::dyn, 3>, D> b;
+    auto inv = tf::matrix_inverse(a);
+    auto x = tf::solve(a, b);
+    auto loss = tf::sum(inv * inv) + tf::log_determinant(a) + tf::sum(x * x);
+    tf::session s;
+    auto [i, d, l, xs, g] =
+        s.run(tf::fetch(inv, tf::matrix_determinant(a), tf::log_determinant(a), x, tf::grad(loss, a)), tf::feed(a, av), tf::feed(b, bv));
+    return {i, d, l, xs, g};
+}
+}  // namespace
+
+TEST_CASE("cuda inverse, determinants and solve (cuBLAS LU) and their gradients match the cpu", "[cuda]") {
+    rng_t r(59);
+    for (tf::index_t n : {1, 3, 8, 40}) {
+        auto av = uniform_tensor<double>(r, tf::dims{n, n}, 0, 0, -1, 1);
+        for (tf::index_t i = 0; i < n; ++i) av[i * n + i] += 2.0;  // well conditioned
+        const auto bv = uniform_tensor<double>(r, tf::dims{n, 3}, 0, 0, -1, 1);
+        const auto g = linalg_on<G>(av, bv), c = linalg_on<tf::cpu>(av, bv);
+        for (std::size_t i = 0; i < g.size(); ++i) expect_close(std::to_string(n) + " output " + std::to_string(i), g[i], c[i], 1e-9);
+        tf::tensor<float> af(tf::dims{n, n}), bf(tf::dims{n, 3});
+        for (tf::index_t e = 0; e < af.size(); ++e) af[e] = static_cast<float>(av[e]);
+        for (tf::index_t e = 0; e < bf.size(); ++e) bf[e] = static_cast<float>(bv[e]);
+        const auto gf = linalg_on<G>(af, bf), cf = linalg_on<tf::cpu>(af, bf);
+        for (std::size_t i = 0; i < gf.size(); ++i) expect_close(std::to_string(n) + " float output " + std::to_string(i), gf[i], cf[i], 1e-3);
+    }
+    // a singular matrix: the cpu's error for the inverse and the solve; det 0, log det -inf
+    const auto singular = [](auto d) {
+        tf::placeholder<"a", double, tf::shape<2, 2>, decltype(d)> a;
+        tf::placeholder<"b", double, tf::shape<2, 3>, decltype(d)> b;
+        tf::session s;
+        const tf::tensor<double> av(tf::dims{2, 2}, {1, 2, 2, 4}), bv(tf::dims{2, 3});
+        std::vector<std::string> errors;
+        for (int k = 0; k < 2; ++k) {
+            try {
+                if (k == 0) (void)s.run(tf::matrix_inverse(a), tf::feed(a, av));
+                else (void)s.run(tf::solve(a, b), tf::feed(a, av), tf::feed(b, bv));
+                errors.push_back("");
+            } catch (const tf::error& e) {
+                errors.push_back(e.what());
+            }
+        }
+        auto [det, logdet] = s.run(tf::fetch(tf::matrix_determinant(a), tf::log_determinant(a)), tf::feed(a, av));
+        CHECK(det[0] == 0.0);
+        CHECK(std::isinf(logdet[0]));
+        return errors;
+    };
+    const auto ge = singular(G{}), ce = singular(tf::cpu{});
+    CHECK(ce[0].find("singular") != std::string::npos);
+    CHECK(ge == ce);
 }
 
 namespace {

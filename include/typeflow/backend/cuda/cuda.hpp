@@ -1,7 +1,8 @@
 // typeflow/backend/cuda/cuda.hpp — the CUDA backend (devices `tf::gpu<N>`):
 // fused element-wise regions as generated kernels, matmul through cuBLAS
 // (dense layers through cuBLASLt), reductions, softmax, one_hot, the array
-// ops, gather and the sparse updates of embeddings (sorted with CUB), dropout,
+// ops, gather and the sparse updates of embeddings (sorted with CUB), the
+// LU-based linear algebra (cuBLAS), dropout,
 // conv2d through cuDNN, pooling, the fused LSTM recurrence,
 // transfers to and from the host. Included by
 // <typeflow/typeflow.hpp> when nvcc compiles it (TYPEFLOW_NO_CUDA turns that
@@ -12,6 +13,7 @@
 #include <typeflow/backend/cuda/ops/array.hpp>
 #include <typeflow/backend/cuda/ops/conv.hpp>
 #include <typeflow/backend/cuda/ops/gather.hpp>
+#include <typeflow/backend/cuda/ops/linalg.hpp>
 #include <typeflow/backend/cuda/ops/matmul.hpp>
 #include <typeflow/backend/cuda/ops/nn.hpp>
 #include <typeflow/backend/cuda/ops/pool.hpp>

@@ -23,6 +23,7 @@
 #include <typeflow/core/error.hpp>
 #include <typeflow/core/message.hpp>
 #include <typeflow/expr/ops/gather.hpp>
+#include <typeflow/expr/ops/linalg.hpp>
 #include <typeflow/expr/ops/random.hpp>
 #include <typeflow/kernel/kernel.hpp>
 
@@ -62,7 +63,7 @@ struct error_word {
     const char* what = nullptr;  // the reporting op's name (host memory; kernels only copy the address)
     long long what_len = 0;
 };
-enum : int { error_label_out_of_range = 1, error_dropout_rate = 2, error_index_out_of_range = 3 };
+enum : int { error_label_out_of_range = 1, error_dropout_rate = 2, error_index_out_of_range = 3, error_singular = 4 };
 
 /// Raises the tf::error of a report (the CPU's own where there is one).
 inline void raise_error(const error_word& e, int gpu) {
@@ -77,6 +78,12 @@ inline void raise_error(const error_word& e, int gpu) {
     if (e.code == error_index_out_of_range)  // a: the index's position, b: its value, c: the extent
         typeflow::detail::raise_index_out_of_range(std::string_view(e.what, static_cast<std::size_t>(e.what_len)), e.a, e.b,
                                                    e.c);
+    if (e.code == error_singular) {  // a: the matrix's extent
+        dims d;
+        d.rank = 2;
+        d.d[0] = d.d[1] = e.a;
+        typeflow::detail::throw_singular(std::string_view(e.what, static_cast<std::size_t>(e.what_len)), d);
+    }
     typeflow::detail::raise(typeflow::detail::message() << "gpu:" << gpu << ": a kernel reported error " << e.code);
 }
 
