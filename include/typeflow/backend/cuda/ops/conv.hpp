@@ -119,20 +119,6 @@ constexpr cudnnDataType_t cudnn_type() {
     return std::is_same_v<T, float> ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
 }
 
-/// out [cols, rows] = in [rows, cols]^T (row-major), on c's stream.
-template <class T>
-void transpose(device_context& c, const T* in, T* out, index_t rows, index_t cols, std::string_view what) {
-    // column-major: in is cols x rows (ld cols); out = in^T is rows x cols (ld rows)
-    const T one = T(1), zero = T(0);
-    launch_count().fetch_add(1, std::memory_order_relaxed);
-    const int m = static_cast<int>(rows), n = static_cast<int>(cols);
-    if constexpr (std::is_same_v<T, float>)
-        check(cublasSgeam(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, in, n, &zero, out, m, out, m), what, "cublasSgeam");
-    else
-        check(cublasDgeam(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, in, n, &zero, out, m, out, m), what, "cublasDgeam");
-}
-
-inline std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
 }  // namespace detail
 
 /// What a convolution node keeps across runs on its GPU: the cuDNN

@@ -261,7 +261,7 @@ struct sparse_fn {
 struct sort_layout {
     std::size_t keys_in = 0, keys_out = 0, seq_in = 0, seq_out = 0, temp = 0, temp_bytes = 0, bytes = 0;
 };
-inline std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
+using typeflow::cuda::detail::align_up;
 inline sort_layout layout_of(index_t m, std::size_t temp_bytes) {
     sort_layout l;
     const std::size_t n = static_cast<std::size_t>(m);

@@ -59,7 +59,7 @@ struct lu_scratch {
     int* info = nullptr;
     T** ptrs = nullptr;  // {a, out or b}
 };
-inline std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
+using typeflow::cuda::detail::align_up;
 template <class T>
 lu_scratch<T> scratch_of(lu_state& st, device_context& c, index_t n, index_t k, std::string_view what) {
     const std::size_t nn = static_cast<std::size_t>(n * n) * sizeof(T), nk = static_cast<std::size_t>(n * k) * sizeof(T);
@@ -127,17 +127,6 @@ void getrs_t(device_context& c, index_t n, index_t k, T** a, const int* piv, T**
         check(cublasDgetrsBatched(c.blas, CUBLAS_OP_T, m, r, a, m, piv, b, m, &info, 1), what, "cublasDgetrsBatched");
     if (info != 0)
         typeflow::detail::raise(typeflow::detail::message() << what << ": cuBLAS getrs refused argument " << -info);
-}
-/// out [cols, rows] = in [rows, cols]^T, row-major (cuBLAS geam).
-template <class T>
-void transpose(device_context& c, const T* in, T* out, index_t rows, index_t cols, std::string_view what) {
-    count_call();
-    const T one = T(1), zero = T(0);
-    const int m = static_cast<int>(rows), n = static_cast<int>(cols);
-    if constexpr (std::is_same_v<T, float>)
-        check(cublasSgeam(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, in, n, &zero, out, m, out, m), what, "cublasSgeam");
-    else
-        check(cublasDgeam(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, in, n, &zero, out, m, out, m), what, "cublasDgeam");
 }
 /// Copies A into the scratch and decomposes it there.
 template <class T>
@@ -211,9 +200,9 @@ struct kernel<gpu<N>, op::solve> {
         cuda::device_context& c = cuda::context<N>();
         const auto s = cuda::linalg::scratch_of<T>(ctx.template state<state>(), c, m, k, what);
         ld::factor(c, s, ctx.input(n.template child<0>()), m, s.b, what);
-        ld::transpose(c, ctx.input(n.template child<1>()), s.b, m, k, what);  // B [m, k] row-major -> column-major
+        cuda::detail::transpose(c, ctx.input(n.template child<1>()), s.b, m, k, what);  // B [m, k] row-major -> column-major
         ld::getrs_t(c, m, k, s.ptrs, s.piv, s.ptrs + 1, what);                // (A^T)^T X = B
-        ld::transpose(c, s.b, out, k, m, what);                               // X column-major -> row-major
+        cuda::detail::transpose(c, s.b, out, k, m, what);                               // X column-major -> row-major
         ld::report_singular(c, s, out, m * k, m, what);
     }
 };
