@@ -417,7 +417,7 @@ void avg_pool_grad(const parallel_ctx& par, const pool_geometry& g, const T* dy,
     pool_backward(par, g, dx, [&](auto store, index_t image, index_t o, const pool_window& win) {
         const T count = static_cast<T>(win.count());
         pool_channel_blocks<T>(g.c, [&](auto block, index_t c0, index_t n) {
-            constexpr index_t N = decltype(block)::value;
+            [[maybe_unused]] constexpr index_t N = decltype(block)::value;  // unused where the window stores
             T share[pool_lanes<T>];
             for (index_t k = 0; k < n; ++k) share[k] = dy[o + c0 + k] / count;
             for (index_t ih = win.h0; ih < win.h1; ++ih)
