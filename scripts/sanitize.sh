@@ -138,7 +138,7 @@ run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <exa
     # launcher its tests start); Ninja's `help` does not list them all
     while read -r t; do targets+=("$t"); done < <(ninja -C "$dir" -t targets all |
         sed -n 's/^\(dist_[a-z0-9_]*\|typeflow-launch\): CXX_EXECUTABLE_LINKER.*/\1/p' |
-        grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ -e recovery -e "$skip_exe")
+        grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ -e fashion_mnist -e recovery -e "$skip_exe")
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
     echo "== sanitize: $dir built after $((SECONDS - start)) s"
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" -L "$labels" -R "$names" \
