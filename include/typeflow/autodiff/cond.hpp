@@ -158,9 +158,11 @@ template <class... Ts>
 struct cond_leaves<meta::list<Ts...>> : cond_leaves_of<meta::list<>, Ts...> {};
 
 // Finds one object of each leaf type Ls... below an expression: a walk over the
-// node objects that visits each distinct node once.
-template <class... Ls>
-struct leaf_finder {
+// node objects that visits each distinct node once. With Gradient, the walk
+// goes where gradient_nodes_t's does: not below a grad entry or a
+// stop_gradient (a cond's leaves, found there; a scan's are found anywhere).
+template <bool Gradient, class... Ls>
+struct basic_leaf_finder {
     const void* found[sizeof...(Ls) + 1] = {};
     pod_vector<const void*> seen;
     template <class E>
@@ -175,6 +177,7 @@ struct leaf_finder {
                 if constexpr (k < sizeof...(Ls))
                     if (!found[k]) found[k] = &e;
             }
+            if constexpr (Gradient && (is_grad_entry_v<E> || stops_gradient_v<E>)) return;
             const void* id = e.identity();
             for (const void* s : seen)
                 if (s == id) return;
@@ -185,9 +188,11 @@ struct leaf_finder {
         }
     }
 };
+template <class... Ls>
+using leaf_finder = basic_leaf_finder<false, Ls...>;
 template <class P, class A, class B, class... Ls>
 decltype(auto) make_cond(const P& p, const A& a, const B& b, meta::list<Ls...>) {
-    leaf_finder<Ls...> f;
+    basic_leaf_finder<true, Ls...> f;
     f.visit(a);
     f.visit(b);
     return [&]<std::size_t... K>(std::index_sequence<K...>) -> decltype(auto) {
