@@ -3,15 +3,20 @@
 // broadcasting, i.e. gathered operands) at 2, 3 and 4 threads against naive
 // loops; element-wise and matmul results bit-equal to one thread, a reduction
 // bit-equal across runs with the same thread count; an exception thrown in a
-// worker thread reaches the caller as tf::error and the session stays usable.
+// worker thread reaches the caller as tf::error and the session stays usable;
+// the default thread count (TYPEFLOW_NUM_THREADS, the CPU affinity).
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
 
 #include <typeflow/typeflow.hpp>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -349,6 +354,76 @@ TEST_CASE("threads: an error thrown in a worker thread reaches the caller, the s
             s.run(oh, tf::feed(y, bad));
         } catch (const tf::error& e) {
             CHECK(std::string(e.what()).find("label 10 at flat index 99995") != std::string::npos);
+        }
+    }
+}
+
+// TYPEFLOW_NUM_THREADS set to v for the scope (unset when v is null), then put back.
+struct scoped_num_threads {
+    std::string old;
+    bool had = false;
+    explicit scoped_num_threads(const char* v) {
+        if (const char* e = std::getenv("TYPEFLOW_NUM_THREADS")) old = e, had = true;
+        if (v) ::setenv("TYPEFLOW_NUM_THREADS", v, 1);
+        else ::unsetenv("TYPEFLOW_NUM_THREADS");
+    }
+    ~scoped_num_threads() {
+        if (had) ::setenv("TYPEFLOW_NUM_THREADS", old.c_str(), 1);
+        else ::unsetenv("TYPEFLOW_NUM_THREADS");
+    }
+};
+
+TEST_CASE("threads: a session's default threads: TYPEFLOW_NUM_THREADS, else the CPUs this process may run on",
+          "[threads][default]") {
+    {
+        scoped_num_threads env(nullptr);
+        // what the system says this thread may run on, counted here on its own
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+        CHECK(tf::session{}.threads() == CPU_COUNT(&allowed));
+        // restricted to one CPU (taskset -c <cpu>): one thread
+        int first = 0;
+        while (!CPU_ISSET(first, &allowed)) ++first;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+        const int restricted = tf::session{}.threads();
+        REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
+        CHECK(restricted == 1);
+    }
+    {
+        scoped_num_threads env("3");
+        tf::session s;
+        CHECK(s.threads() == 3);
+        CHECK(tf::session{tf::session_options{.threads = 2}}.threads() == 2);  // an explicit count wins
+        // and the kernels use them: a matmul on 3 threads equals the naive loop
+        rng_t r(5);
+        tf::placeholder<"a", double, tf::shape<tf::dyn, 37>> a;
+        tf::variable<"w", double, tf::shape<37, 29>> w{tf::init::uniform{-1, 1}};
+        const tf::tensor<double> av = random<double>(r, {61, 37});
+        const tf::tensor<double> got = s.run(tf::matmul(a, w), tf::feed(a, av));
+        const tf::tensor<double> wv = s.run(w);
+        double worst = 0;
+        for (long i = 0; i < 61; ++i)
+            for (long j = 0; j < 29; ++j) {
+                double want = 0;
+                for (long k = 0; k < 37; ++k) want += av[i * 37 + k] * wv[k * 29 + j];
+                worst = std::max(worst, std::abs(got[i * 29 + j] - want));
+            }
+        CHECK(worst < 1e-12);
+    }
+    for (const char* bad : {"0", "-2", "two", "4x", ""}) {
+        INFO("TYPEFLOW_NUM_THREADS='" << bad << "'");
+        scoped_num_threads env(bad);
+        try {
+            tf::session s;
+            FAIL("accepted");
+        } catch (const tf::error& e) {
+            const std::string m = e.what();
+            CHECK(m.find("TYPEFLOW_NUM_THREADS is '" + std::string(bad) + "'") != std::string::npos);
+            CHECK(m.find("positive integer") != std::string::npos);
         }
     }
 }

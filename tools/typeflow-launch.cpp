@@ -17,17 +17,23 @@
 // then that of the other tasks. With --restart R, a job that fails (once
 // every task has ended) is started again, all tasks on fresh ports, at most
 // R times; each task sees TYPEFLOW_ATTEMPT (0 first), and resumes from its
-// checkpoints. Not after --timeout or a signal to the launcher.
+// checkpoints. Not after --timeout or a signal to the launcher. Unless
+// TYPEFLOW_NUM_THREADS is set, each task gets TYPEFLOW_NUM_THREADS = the
+// launcher's cores (its CPU affinity) / the tasks, at least 1: the threads
+// its sessions run kernels on, so the tasks do not oversubscribe the machine
+// (as torchrun sets OMP_NUM_THREADS).
 
 #include <arpa/inet.h>
 #include <csignal>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -193,6 +199,16 @@ int main(int argc, char** argv) {
     char** prog = argv + i;
     const char* env_secret = std::getenv("TYPEFLOW_SECRET");
     const std::string secret = env_secret && *env_secret ? env_secret : random_secret();
+    // The tasks share this machine's cores: each task's sessions default to
+    // its share (at least 1), unless TYPEFLOW_NUM_THREADS is already set.
+    std::string task_threads;
+    if (!std::getenv("TYPEFLOW_NUM_THREADS")) {
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        long cpus = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+        if (cpus < 1) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+        task_threads = std::to_string(std::max<long>(1, cpus / (n + nps)));
+    }
     if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 2;
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -260,6 +276,7 @@ int main(int argc, char** argv) {
                 ::setenv("TYPEFLOW_SECRET", secret.c_str(), 1);
                 ::setenv("TYPEFLOW_LISTEN_FD", std::to_string(c.listen_fd).c_str(), 1);
                 ::setenv("TYPEFLOW_ATTEMPT", std::to_string(attempt).c_str(), 1);
+                if (!task_threads.empty()) ::setenv("TYPEFLOW_NUM_THREADS", task_threads.c_str(), 1);
                 ::unsetenv("TYPEFLOW_CONFIG_FILE");
                 ::execvp(prog[0], prog);
                 std::fprintf(stderr, "typeflow-launch: cannot run %s: %s\n", prog[0], std::strerror(errno));

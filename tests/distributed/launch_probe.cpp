@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
             return 4;
         }
         const char* secret = std::getenv("TYPEFLOW_SECRET");
-        std::printf("task=%s rank=%d size=%d secret_len=%zu\n", spec.task.name().c_str(), spec.rank(), spec.size(),
-                    secret ? std::strlen(secret) : 0);
+        const char* threads = std::getenv("TYPEFLOW_NUM_THREADS");
+        std::printf("task=%s rank=%d size=%d secret_len=%zu threads=%s\n", spec.task.name().c_str(), spec.rank(), spec.size(),
+                    secret ? std::strlen(secret) : 0, threads ? threads : "unset");
         std::fprintf(stderr, "partial line without newline");
         return 0;
     }

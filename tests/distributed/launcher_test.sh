@@ -12,6 +12,12 @@ for t in "worker:0] task=worker:0 rank=0 size=4" "worker:2] task=worker:2 rank=2
 done
 echo "$out" | grep -qF "[worker:1] partial line without newline" || fail "partial line not flushed with prefix"
 echo "$out" | grep -q "secret_len=48" || fail "no generated secret"
+# each task's share of the launcher's cores (4 tasks), unless TYPEFLOW_NUM_THREADS is set
+share=$(( $(nproc) / 4 )); [ $share -ge 1 ] || share=1
+[ "$(echo "$out" | grep -c "threads=$share\$")" -eq 4 ] || fail "TYPEFLOW_NUM_THREADS is not $share in every task"
+out=$(TYPEFLOW_NUM_THREADS=3 "$L" -n 2 "$P" hello 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "hello with TYPEFLOW_NUM_THREADS: exit $rc"
+[ "$(echo "$out" | grep -c 'threads=3$')" -eq 2 ] || fail "a TYPEFLOW_NUM_THREADS given to the launcher was not kept"
 
 out=$("$L" -n 2 --chief "$P" hello 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "chief: exit $rc"

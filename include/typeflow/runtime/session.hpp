@@ -18,7 +18,8 @@ using runtime::run_stats;
 /// How a session runs.
 struct session_options {
     /// Threads that kernels and fused regions split their work over, the
-    /// caller's included; 0 (the default) uses every hardware thread. Results
+    /// caller's included; 0 (the default) uses TYPEFLOW_NUM_THREADS when set,
+    /// else every thread this process may run on (its CPU affinity). Results
     /// do not depend on it beyond floating-point summation order, and a given
     /// count always sums in the same order.
     int threads = 0;
@@ -47,7 +48,7 @@ public:
     /// A session on every hardware thread.
     session() : session(session_options{}) {}
     explicit session(const session_options& o)
-        : pool_(std::make_unique<runtime::thread_pool>(o.threads > 0 ? o.threads : runtime::thread_pool::hardware_threads())),
+        : pool_(std::make_unique<runtime::thread_pool>(o.threads > 0 ? o.threads : runtime::thread_pool::default_threads())),
           m_(std::make_unique<std::mutex>()), replay_(o.replay) {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;

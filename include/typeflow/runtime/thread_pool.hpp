@@ -24,8 +24,15 @@ public:
     /// What kernels are given to split their work over this pool.
     parallel_ctx context() noexcept;
 
-    /// The hardware's threads (at least 1).
+    /// The threads this process may run on (at least 1): its CPU affinity
+    /// where the system reports one (taskset, a container's cpuset), else the
+    /// hardware's.
     static int hardware_threads() noexcept;
+    /// A session's threads by default: TYPEFLOW_NUM_THREADS when it is set (a
+    /// positive integer, as OMP_NUM_THREADS; typeflow-launch sets it to share
+    /// the cores among a machine's tasks), else hardware_threads(). A value
+    /// that is not a positive integer is a tf::error naming it.
+    static int default_threads();
 
 private:
     struct impl;

@@ -9,7 +9,9 @@
 // need.
 #pragma once
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -24,6 +26,8 @@
 #include <vector>
 #endif
 
+#include <typeflow/core/error.hpp>
+#include <typeflow/core/message.hpp>
 #include <typeflow/runtime/thread_pool.hpp>
 
 namespace typeflow::runtime {
@@ -133,6 +137,11 @@ TYPEFLOW_DECL thread_pool::~thread_pool() {
 }
 
 TYPEFLOW_DECL int thread_pool::hardware_threads() noexcept {
+#if defined(__linux__)
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
+#endif
 #if TYPEFLOW_POOL_PTHREADS
     const long h = sysconf(_SC_NPROCESSORS_ONLN);
     return h < 1 ? 1 : static_cast<int>(h);
@@ -140,6 +149,19 @@ TYPEFLOW_DECL int thread_pool::hardware_threads() noexcept {
     const unsigned h = std::thread::hardware_concurrency();
     return h == 0 ? 1 : static_cast<int>(h);
 #endif
+}
+
+TYPEFLOW_DECL int thread_pool::default_threads() {
+    const char* e = std::getenv("TYPEFLOW_NUM_THREADS");
+    if (!e) return hardware_threads();
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(e, &end, 10);
+    if (end == e || *end != '\0' || errno == ERANGE || n < 1 || n > 65536)
+        typeflow::detail::raise(typeflow::detail::message()
+                                << "session: TYPEFLOW_NUM_THREADS is '" << e << "'; it must be a positive integer (threads a session "
+                                << "runs kernels on), or unset for every thread this process may run on");
+    return static_cast<int>(n);
 }
 
 TYPEFLOW_DECL parallel_ctx thread_pool::context() noexcept {
