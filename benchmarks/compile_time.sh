@@ -267,8 +267,9 @@ if [[ -n "${DEBUG_ONLY:-}" ]]; then debug_section; exit 0; fi
 
 # ---- 5. a loop's gradient (issue 24): benchmarks/compile/loop_grad.cpp as a
 # scan (kind=scan), a scan whose step holds a cond (scan_cond) and a
-# while_loop (while: its gradient differentiates a scan with a cond in its
-# step), each without and with tf::grad(y, W) (GRAD=0|1):
+# while_loop (while: its gradient recomputes the loop as a scan with a cond in
+# its step and runs a reverse scan over the taken steps), each without and
+# with tf::grad(y, W) (GRAD=0|1):
 #   compile_loop_grad kind=<k> forward=<s> with_grad=<s> grad=<s> peak_mb=<MB>
 # (grad: the difference, the gradient's own cost). LOOP_GRAD_ONLY=1
 # measures this alone and stops.

@@ -1,8 +1,8 @@
 // A loop's gradient, for benchmarks/compile_time.sh (LOOP_GRAD_ONLY=1): a
 // two-unit recurrence h <- tanh(h W + b) over 5 steps, as a tf::scan
 // (KIND=0), as a tf::scan whose step holds a tf::cond (KIND=1), and as a
-// tf::while_loop (KIND=2), whose gradient differentiates a scan with a cond
-// in its step. With GRAD=1 the program also builds and runs the gradient
+// tf::while_loop (KIND=2), whose gradient recomputes the loop as a scan with
+// a cond in its step. With GRAD=1 the program also builds and runs the gradient
 // with respect to W; the difference in compile time is the gradient's.
 #include <typeflow/typeflow.hpp>
 

@@ -172,7 +172,7 @@ struct while_fn : detail::leaf_base {
         BodyFn body;
         std::int64_t maximum_iterations = 0;
         mutable std::mutex m;
-        mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_equivalent)
+        mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_forward)
         const bool* data() const noexcept { return &flag; }
     };
     using value_type = bool;
@@ -535,26 +535,26 @@ struct gradient<op::loop<true>> {
 
 namespace typeflow {
 namespace detail {
-// The forward graph a while loop's gradient differentiates: the loop as a
-// tf::scan over its iterations 0 .. maximum_iterations - 1, whose carry is
-// [alive, the variable's elements] (flattened): a step takes the body while
-// the loop is alive and its condition holds, and copies the carry otherwise
-// (a cond: only the taken side runs), so the last carry holds the variable
-// after the loop's own trip count. The variable enters through
-// x0 = identity(stop_gradient(init)), so the leaves' adjoints count only what
-// flows through the body and the condition. Returns (y, x0).
+template <class Fn, std::size_t K>
+struct while_grad_tag {};
+// The forward graph a while loop's gradient reads: the loop as a tf::scan
+// over its iterations 0 .. maximum_iterations - 1, whose carry is
+// [taken, the variable's elements] (flattened): a step takes the body while
+// the loop is alive and its condition holds (taken = 1), and copies the
+// variable otherwise (taken = 0; a cond: only the taken side runs). The
+// variable enters as x0 = identity(stop_gradient(init)). Returns (the
+// stacked carries, x0).
 template <class N>
-auto build_while_equivalent(const N& n) {
+auto build_while_forward(const N& n) {
     const auto& init = n.template child<0>().template child<0>();
     const auto& fns = *n.template child<5>().data;
     using D = device_t<N>;
     using T = value_type_t<N>;
-    using i32 = std::int32_t;
     iota_leaf<D> iota;
     {
         auto b = std::make_shared<typename iota_leaf<D>::box>();
         b->values.resize(static_cast<std::size_t>(fns.maximum_iterations > 0 ? fns.maximum_iterations : 0));
-        for (std::size_t t = 0; t < b->values.size(); ++t) b->values[t] = static_cast<i32>(t);
+        for (std::size_t t = 0; t < b->values.size(); ++t) b->values[t] = static_cast<std::int32_t>(t);
         iota.data = std::move(b);
     }
     const auto x0 = identity(stop_gradient(init));
@@ -571,30 +571,83 @@ auto build_while_equivalent(const N& n) {
                 [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
         },
         iota, start);
-    const auto len = cast<i32>(make_node<op::reduced_count<0>>(hs));
-    const literal<i32, 0, 1, D> i0;
-    const literal<i32, 1, 1, D> i1;
-    const auto y = cond(
-        len > i0, [&] { return reshape_like(slice<1>(gather(hs, len - i1), sizes<-1>), x0); }, [&] { return x0; });
-    return std::make_pair(y, x0);
+    return std::make_pair(hs, x0);
 }
-// build_while_equivalent(n), built once per loop (kept in the loop's
-// while_fn box), so the adjoints of all its children read one graph.
+// build_while_forward(n), built once per loop (kept in the loop's while_fn
+// box), so the adjoints of all its children read one graph.
 template <class N>
-const auto& while_equivalent(const N& n) {
-    using E = decltype(build_while_equivalent(n));
+const auto& while_forward(const N& n) {
+    using E = decltype(build_while_forward(n));
     const auto& box = *n.template child<5>().data;
     std::lock_guard<std::mutex> lock(box.m);
-    if (!box.forward) box.forward = std::make_shared<E>(build_while_equivalent(n));
+    if (!box.forward) box.forward = std::make_shared<E>(build_while_forward(n));
     return *static_cast<const E*>(box.forward.get());
+}
+// The adjoint of child I of while node n (n's adjoint is g): a reverse scan
+// over the iterations carries the variable's adjoint back through the steps
+// that took the body (a cond: the others pass it on unchanged), each step's
+// body recomputed from the stacked carries; a leaf's adjoint sums the body's
+// adjoints of it over the steps that took the body. The condition is a bool:
+// nothing flows through it, so the body alone is differentiated.
+template <std::size_t I, class N, class G>
+auto while_adjoint(const N& n, const G& g) {
+    const auto& e = while_forward(n);
+    const auto& hs = e.first;
+    const auto& x0 = e.second;
+    const auto& fns = *n.template child<5>().data;
+    using Body = std::remove_cvref_t<decltype(fns.body)>;
+    using D = device_t<N>;
+    using T = value_type_t<N>;
+    using i32 = std::int32_t;
+    const literal<i32, 0, 1, D> i0;
+    const literal<i32, 1, 1, D> i1;
+    const literal<i32, 2, 1, D> i2;
+    auto body_fn = fns.body;
+    const auto gx = broadcast_like(g, x0);
+    const auto len = cast<i32>(make_node<op::reduced_count<0>>(hs));
+    // whether step t took the body, and the variable entering step t
+    const auto took = [&](const auto& t) { return sum(slice<0>(gather(hs, t), sizes<1>)) > literal<T, 1, 2, D>{}; };
+    const auto x_at = [&](const auto& t) {
+        return identity(stop_gradient(
+            where(equal(t, i0), x0, reshape_like(slice<1>(gather(hs, maximum(t - i1, i0)), sizes<-1>), x0))));
+    };
+    // row s: the adjoint of the variable entering step len - 1 - s
+    const auto back = indexed_scan<while_grad_tag<Body, 0>>(hs, gx, [&](const auto& a, const auto& s) {
+        const auto r = len - i1 - s;
+        return cond(
+            took(r),
+            [&] {
+                const auto c = x_at(r);
+                return branch_adjoint(call_loop_fn(body_fn, r, c), a, c);
+            },
+            [&] { return a; });
+    });
+    if constexpr (I == 0) {
+        return cond(len > i0, [&] { return gather(back, maximum(len - i1, i0)); }, [&] { return gx; });
+    } else {
+        // the adjoint of step t's result: g after the last step, else what the later steps send back
+        const auto adj_at = [&](const auto& t) {
+            return where(equal(t, len - i1), gx, gather(back, maximum(len - i2 - t, i0)));
+        };
+        const auto& p = n.template child<I>();
+        const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
+        const auto steps = indexed_scan<while_grad_tag<Body, I>>(hs, zp, [&](const auto&, const auto& t) {
+            return cond(
+                took(t), [&] { return branch_adjoint(call_loop_fn(body_fn, t, x_at(t)), adj_at(t), p); },
+                [&] { return zp; });
+        });
+        return sum<0>(steps);
+    }
 }
 }  // namespace detail
 
-/// while_loop: reverse-mode through the iterations, as tf::scan's gradient of
-/// the same loop written as a scan over maximum_iterations steps that stop
-/// taking the body once the condition fails (detail::build_while_equivalent).
-/// The gradient's work and the stacked carries it keeps grow with
-/// maximum_iterations, not with the trip count: give a tight bound.
+/// while_loop: reverse-mode through the iterations. The loop is recomputed as
+/// a scan over maximum_iterations steps that stop taking the body once the
+/// condition fails (detail::build_while_forward); a reverse scan carries the
+/// variable's adjoint back through the steps that took the body, and each
+/// leaf's adjoint sums over them (detail::while_adjoint). The gradient's work
+/// and the stacked carries it keeps grow with maximum_iterations, not with
+/// the trip count: give a tight bound.
 template <>
 struct gradient<op::loop<false>> {
     template <std::size_t I, class N, class G>
@@ -605,9 +658,7 @@ struct gradient<op::loop<false>> {
         } else if constexpr ((I >= 1 && I <= 5) || !kept || !std::is_floating_point_v<value_type_t<N>>) {
             return ad::zero{};
         } else {
-            const auto& e = detail::while_equivalent(n);
-            if constexpr (I == 0) return detail::seeded_grad(e.first, g, e.second);
-            else return detail::seeded_grad(e.first, g, n.template child<I>());
+            return detail::while_adjoint<I>(n, g);
         }
     }
 };
