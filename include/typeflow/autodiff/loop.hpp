@@ -173,6 +173,8 @@ struct while_fn : detail::leaf_base {
         std::int64_t maximum_iterations = 0;
         mutable std::mutex m;
         mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_forward)
+        // the gradient's reverse scans, one per type and object of the loop's adjoint (detail::while_back)
+        mutable std::vector<std::pair<std::pair<const void*, const void*>, std::shared_ptr<void>>> backs;
         const bool* data() const noexcept { return &flag; }
     };
     using value_type = bool;
@@ -583,57 +585,96 @@ const auto& while_forward(const N& n) {
     if (!box.forward) box.forward = std::make_shared<E>(build_while_forward(n));
     return *static_cast<const E*>(box.forward.get());
 }
-// The adjoint of child I of while node n (n's adjoint is g): a reverse scan
-// over the iterations carries the variable's adjoint back through the steps
-// that took the body (a cond: the others pass it on unchanged), each step's
-// body recomputed from the stacked carries; a leaf's adjoint sums the body's
-// adjoints of it over the steps that took the body. The condition is a bool:
-// nothing flows through it, so the body alone is differentiated.
-template <std::size_t I, class N, class G>
-auto while_adjoint(const N& n, const G& g) {
-    const auto& e = while_forward(n);
-    const auto& hs = e.first;
-    const auto& x0 = e.second;
-    const auto& fns = *n.template child<5>().data;
-    using Body = std::remove_cvref_t<decltype(fns.body)>;
+template <class T>
+inline constexpr char while_type_tag = 0;
+// What a while loop's adjoints read: the variable's adjoint after the loop
+// (gx), the trip count bound (len), whether step t took the body, and the
+// variable entering step t, all from the loop's forward scan.
+template <class N, class G>
+struct while_parts {
     using D = device_t<N>;
     using T = value_type_t<N>;
     using i32 = std::int32_t;
-    const literal<i32, 0, 1, D> i0;
-    const literal<i32, 1, 1, D> i1;
-    const literal<i32, 2, 1, D> i2;
-    auto body_fn = fns.body;
-    const auto gx = broadcast_like(g, x0);
-    const auto len = cast<i32>(make_node<op::reduced_count<0>>(hs));
-    // whether step t took the body, and the variable entering step t
-    const auto took = [&](const auto& t) { return sum(slice<0>(gather(hs, t), sizes<1>)) > literal<T, 1, 2, D>{}; };
-    const auto x_at = [&](const auto& t) {
+    static constexpr literal<i32, 0, 1, D> i0{};
+    static constexpr literal<i32, 1, 1, D> i1{};
+    const std::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).first)>& hs;
+    const std::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).second)>& x0;
+    decltype(broadcast_like(std::declval<const G&>(), x0)) gx;
+    decltype(cast<i32>(make_node<op::reduced_count<0>>(hs))) len;
+    while_parts(const N& n, const G& g)
+        : hs(while_forward(n).first), x0(while_forward(n).second), gx(broadcast_like(g, x0)),
+          len(cast<i32>(make_node<op::reduced_count<0>>(hs))) {}
+    template <class I>
+    auto took(const I& t) const {
+        return sum(slice<0>(gather(hs, t), sizes<1>)) > literal<T, 1, 2, D>{};
+    }
+    template <class I>
+    auto x_at(const I& t) const {
         return identity(stop_gradient(
             where(equal(t, i0), x0, reshape_like(slice<1>(gather(hs, maximum(t - i1, i0)), sizes<-1>), x0))));
-    };
-    // row s: the adjoint of the variable entering step len - 1 - s
-    const auto back = indexed_scan<while_grad_tag<Body, 0>>(hs, gx, [&](const auto& a, const auto& s) {
-        const auto r = len - i1 - s;
+    }
+};
+// The reverse scan whose row s is the adjoint of the variable entering step
+// len - 1 - s: through a step that took the body, the body's adjoint of its
+// variable; through a stopped step, unchanged.
+template <class N, class G>
+auto build_while_back(const N& n, const while_parts<N, G>& w) {
+    auto body_fn = n.template child<5>().data->body;
+    using Body = std::remove_cvref_t<decltype(body_fn)>;
+    return indexed_scan<while_grad_tag<Body, 0>>(w.hs, w.gx, [&](const auto& a, const auto& s) {
+        const auto r = w.len - w.i1 - s;
         return cond(
-            took(r),
+            w.took(r),
             [&] {
-                const auto c = x_at(r);
+                const auto c = w.x_at(r);
                 return branch_adjoint(call_loop_fn(body_fn, r, c), a, c);
             },
             [&] { return a; });
     });
+}
+// build_while_back, built once per loop and adjoint (kept in the loop's
+// while_fn box), so the adjoints of the loop's leaves share one reverse scan.
+template <class N, class G>
+const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
+    using E = decltype(build_while_back(n, w));
+    const auto& box = *n.template child<5>().data;
+    const std::pair<const void*, const void*> key{&while_type_tag<E>, g.identity()};
+    std::lock_guard<std::mutex> lock(box.m);
+    for (const auto& [k, p] : box.backs)
+        if (k == key) return *static_cast<const E*>(p.get());
+    auto p = std::make_shared<E>(build_while_back(n, w));
+    const E& e = *p;
+    box.backs.emplace_back(key, std::move(p));
+    return e;
+}
+// The adjoint of child I of while node n (n's adjoint is g): the reverse
+// scan carries the variable's adjoint back through the steps that took the
+// body (their bodies recomputed from the stacked carries); a leaf's adjoint
+// sums the body's adjoints of it over those steps. The condition is a bool:
+// nothing flows through it, so the body alone is differentiated.
+template <std::size_t I, class N, class G>
+auto while_adjoint(const N& n, const G& g) {
+    const while_parts<N, G> w(n, g);
+    using D = device_t<N>;
+    using i32 = std::int32_t;
+    const auto& back = while_back(n, g, w);
     if constexpr (I == 0) {
-        return cond(len > i0, [&] { return gather(back, maximum(len - i1, i0)); }, [&] { return gx; });
+        return cond(w.len > w.i0, [&] { return gather(back, maximum(w.len - w.i1, w.i0)); }, [&] { return w.gx; });
     } else {
+        auto body_fn = n.template child<5>().data->body;
+        using Body = std::remove_cvref_t<decltype(body_fn)>;
+        const literal<i32, 2, 1, D> i2;
         // the adjoint of step t's result: g after the last step, else what the later steps send back
         const auto adj_at = [&](const auto& t) {
-            return where(equal(t, len - i1), gx, gather(back, maximum(len - i2 - t, i0)));
+            return where(equal(t, w.len - w.i1), w.gx, gather(back, maximum(w.len - i2 - t, w.i0)));
         };
         const auto& p = n.template child<I>();
         const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
-        const auto steps = indexed_scan<while_grad_tag<Body, I>>(hs, zp, [&](const auto&, const auto& t) {
+        // scanned over `back`'s rows: the scan reads what it scans where it runs itself, so the reverse
+        // scan runs once, before it, not in the branch of each taken step that reads it (quadratic work)
+        const auto steps = indexed_scan<while_grad_tag<Body, I>>(back, zp, [&](const auto&, const auto& t) {
             return cond(
-                took(t), [&] { return branch_adjoint(call_loop_fn(body_fn, t, x_at(t)), adj_at(t), p); },
+                w.took(t), [&] { return branch_adjoint(call_loop_fn(body_fn, t, w.x_at(t)), adj_at(t), p); },
                 [&] { return zp; });
         });
         return sum<0>(steps);
