@@ -433,11 +433,14 @@ auto scan_adjoint(const N& n, const G& g) {
     const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
     const auto row_at = [&](const auto& t) { return gather(elems, t); };
     // the adjoints of the carries, from the last step back: row s is that of the carry entering step T-1-s
-    const auto back = indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
-        const auto r = len - one - s;
-        const auto c = identity(stop_gradient(carry_at(r)));
-        const auto y = fn(c, identity(stop_gradient(row_at(r))));
-        return seeded_grad(y, gather(gy, r) + a, c);
+    // (in a tf::let: the nodes that read it spell the let's name, not the reverse scan's graph)
+    const auto back = let([&] {
+        return indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
+            const auto r = len - one - s;
+            const auto c = identity(stop_gradient(carry_at(r)));
+            const auto y = fn(c, identity(stop_gradient(row_at(r))));
+            return seeded_grad(y, gather(gy, r) + a, c);
+        });
     });
     if constexpr (I == 0) {
         return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
@@ -563,16 +566,19 @@ auto build_while_forward(const N& n) {
     const auto start = concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(x0));
     auto cond_fn = fns.cond;
     auto body_fn = fns.body;
-    const auto hs = scan(
-        [cond_fn, body_fn, x0](const auto& s, const auto& t) {
-            const auto x = reshape_like(slice<1>(s, sizes<-1>), x0);
-            const auto alive = sum(slice<0>(s, sizes<1>)) > literal<T, 1, 2, D>{};
-            return cond(
-                logical_and(alive, call_loop_fn(cond_fn, t, x)),
-                [&] { return concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(call_loop_fn(body_fn, t, x))); },
-                [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
-        },
-        iota, start);
+    // in a tf::let: the nodes that read it spell the let's name (N's), not the scan's graph
+    const auto hs = let([&] {
+        return scan(
+            [cond_fn, body_fn, x0](const auto& s, const auto& t) {
+                const auto x = reshape_like(slice<1>(s, sizes<-1>), x0);
+                const auto alive = sum(slice<0>(s, sizes<1>)) > literal<T, 1, 2, D>{};
+                return cond(
+                    logical_and(alive, call_loop_fn(cond_fn, t, x)),
+                    [&] { return concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(call_loop_fn(body_fn, t, x))); },
+                    [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
+            },
+            iota, start);
+    });
     return std::make_pair(hs, x0);
 }
 // build_while_forward(n), built once per loop (kept in the loop's while_fn
@@ -621,15 +627,18 @@ template <class N, class G>
 auto build_while_back(const N& n, const while_parts<N, G>& w) {
     auto body_fn = n.template child<5>().data->body;
     using Body = std::remove_cvref_t<decltype(body_fn)>;
-    return indexed_scan<while_grad_tag<Body, 0>>(w.hs, w.gx, [&](const auto& a, const auto& s) {
-        const auto r = w.len - w.i1 - s;
-        return cond(
-            w.took(r),
-            [&] {
-                const auto c = w.x_at(r);
-                return branch_adjoint(call_loop_fn(body_fn, r, c), a, c);
-            },
-            [&] { return a; });
+    // in a tf::let, as the forward scan: each leaf's scan reads it three times
+    return let([&] {
+        return indexed_scan<while_grad_tag<Body, 0>>(w.hs, w.gx, [&](const auto& a, const auto& s) {
+            const auto r = w.len - w.i1 - s;
+            return cond(
+                w.took(r),
+                [&] {
+                    const auto c = w.x_at(r);
+                    return branch_adjoint(call_loop_fn(body_fn, r, c), a, c);
+                },
+                [&] { return a; });
+        });
     });
 }
 // build_while_back, built once per loop and adjoint (kept in the loop's
