@@ -14,17 +14,11 @@ import struct
 import sys
 import time
 
-threads = int(sys.argv[1])
-only = sys.argv[2] if len(sys.argv) > 2 else ""
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from bench_timing import median_us, tensorflow_for
 
-tf.config.threading.set_intra_op_parallelism_threads(threads)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_timing import median_us  # noqa: E402
+threads, only, tf = tensorflow_for("cnn_train_step", "conv2d_fwd_bwd", "cnn_fit_epoch")
 
 
 def model():

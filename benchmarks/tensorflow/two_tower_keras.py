@@ -6,22 +6,11 @@ process: run once per count (scripts/bench_tf.sh does).
 
     python two_tower_keras.py THREADS [WORKLOAD]
 """
-import os
-import sys
+import numpy as np
 
-threads = int(sys.argv[1])
-only = sys.argv[2] if len(sys.argv) > 2 else ""
-if only and only != "two_tower_train_step":
-    sys.exit(0)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from bench_timing import median_us, tensorflow_for
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-tf.config.threading.set_intra_op_parallelism_threads(threads)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_timing import median_us  # noqa: E402
+threads, _, tf = tensorflow_for("two_tower_train_step")
 
 BATCH, TITLE, BODY, VOCAB = 64, 10, 50, 10000
 rng = np.random.default_rng(7)
