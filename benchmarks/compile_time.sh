@@ -57,7 +57,9 @@
 #    the examples in $DEBUG_EXAMPLES, and the residual chain at the depths in
 #    $DEBUG_DEPTHS written with auto steps (chain_auto_D), with tf::let steps
 #    (chain_let_D), with tf::expr steps (chain_expr_D) and as tf::repeat
-#    (chain_repeat_D). SKIP_DEBUG=1 leaves it out.
+#    (chain_repeat_D), and the loop gradients of section 5 of the kinds in
+#    $DEBUG_LOOP_KINDS (loop_grad_K; 0 scan, 1 scan with a cond, 2 while).
+#    SKIP_DEBUG=1 leaves it out.
 #
 # 5. compile_loop_grad: a loop's gradient (LOOP_GRAD_ONLY=1: this alone; see
 #    section 5 below).
@@ -229,11 +231,18 @@ gen_chain_repeat() {  # gen_chain_repeat <depth> <file>
 # depths only; tf::expr steps and tf::repeat keep one step type at any depth.
 DEBUG_EXAMPLES="${DEBUG_EXAMPLES:-readme_training iris_logistic custom_op fashion_mnist_cnn}"
 DEBUG_DEPTHS="${DEBUG_DEPTHS:-4 8 160}"
+DEBUG_LOOP_KINDS="${DEBUG_LOOP_KINDS:-0 1 2}"
 debug_section() {
     local REPEATS=1 names=() n d v
+    declare -A defs=()
     for n in $DEBUG_EXAMPLES; do
         for v in o2 g o2g; do SRC[dbg_${n}_$v]="$root/examples/$n.cpp"; done
         names+=("dbg_$n")
+    done
+    for d in $DEBUG_LOOP_KINDS; do
+        for v in o2 g o2g; do SRC[dbg_loop_grad_${d}_$v]="$here/compile/loop_grad.cpp"; done
+        defs[dbg_loop_grad_$d]="-DKIND=$d -DGRAD=1"
+        names+=("dbg_loop_grad_$d")
     done
     for d in $DEBUG_DEPTHS; do
         if ((d <= 12)); then
@@ -252,9 +261,9 @@ debug_section() {
         names+=("dbg_chain_let_$d" "dbg_chain_expr_$d" "dbg_chain_repeat_$d")
     done
     for n in "${names[@]}"; do
-        XARGS[${n}_o2]="-c -DTYPEFLOW_HAVE_ZLIB"
-        XARGS[${n}_g]="-c -DTYPEFLOW_HAVE_ZLIB -O0 -g"
-        XARGS[${n}_o2g]="-c -DTYPEFLOW_HAVE_ZLIB -O2 -g"
+        XARGS[${n}_o2]="-c -DTYPEFLOW_HAVE_ZLIB ${defs[$n]:-}"
+        XARGS[${n}_g]="-c -DTYPEFLOW_HAVE_ZLIB -O0 -g ${defs[$n]:-}"
+        XARGS[${n}_o2g]="-c -DTYPEFLOW_HAVE_ZLIB -O2 -g ${defs[$n]:-}"
         TIMED_OUT=""
         measure "${n}_o2" "${n}_g" "${n}_o2g"
         awk -v n="${n#dbg_}" -v a="${PEAK[${n}_o2]}" -v b="${PEAK[${n}_g]}" -v c="${PEAK[${n}_o2g]}" 'BEGIN {
