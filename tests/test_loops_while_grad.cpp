@@ -84,3 +84,38 @@ TEST_CASE("while_loop gradients through a scan in its body and a loop inside a c
         TFTEST_CHECK_GRAD("while in the branch not taken", not_taken, x0);
     }
 }
+
+TEST_CASE("while_loop gradients: a body that ignores its variable, and two costs through one loop in one run",
+          "[control][while_loop][grad]") {
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 95}};
+    tf::variable<"u", double, tf::shape<2>> u{tf::init::normal{0.0, 1.0, 96}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 97}};
+    SECTION("the body ignores the variable: nothing flows to the initial value") {
+        auto x = tf::while_loop([](const auto& i, const auto&) { return i < 2; }, [&](const auto&) { return u * 3.0; }, x0, 4);
+        auto y = tf::sum(tf::square(x));
+        TFTEST_CHECK_GRAD("a body that ignores its variable", y, u, x0);
+        tf::session s;
+        const auto g = s.run(tf::grad(y, x0));
+        CHECK(g[0] == 0.0);
+        CHECK(g[1] == 0.0);
+    }
+    SECTION("two costs: each gets its own reverse scan (kept per adjoint)") {
+        auto x = tf::while_loop([](const auto& i, const auto&) { return i < 3; },
+                                [&](const auto& v) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W))); }, x0, 5);
+        // costs of one type (their constants are anonymous): their adjoints differ by object alone
+        auto y1 = tf::sum(x * tf::constant<tf::shape<2>>({2.0, 0.5}));
+        auto y2 = tf::sum(x * tf::constant<tf::shape<2>>({1.0, -3.0}));
+        static_assert(std::is_same_v<decltype(y1), decltype(y2)>);
+        TFTEST_CHECK_GRAD("first cost", y1, W);
+        TFTEST_CHECK_GRAD("second cost", y2, W);
+        tf::session s;
+        const auto [g1, g2] = s.run(tf::fetch(tf::grad(y1, W), tf::grad(y2, W)));
+        const auto g1_alone = s.run(tf::grad(y1, W));
+        const auto g2_alone = s.run(tf::grad(y2, W));
+        for (tf::index_t i = 0; i < 4; ++i) {
+            CHECK(g1[i] == g1_alone[i]);
+            CHECK(g2[i] == g2_alone[i]);
+        }
+        CHECK(g1[0] != g2[0]);
+    }
+}
