@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
+#include <vector>
 
 #include <typeflow/core/error.hpp>
 #include <typeflow/expr/gradient.hpp>
@@ -58,6 +59,46 @@ struct gradients : detail::children_of<Gs...> {
 };
 
 namespace detail::autodiff {
+
+// What gradient rules keep while one gradient is built, so that the rules of
+// one node's several children can share a piece (a while loop's reverse scan,
+// built once for all its leaves): per thread, keyed by the rule's three
+// pointers, dropped when the outermost builder is done. Not in the node
+// itself: a piece that reads the node's adjoint, which reads the node, would
+// keep the node alive for ever.
+struct rule_memo {
+    struct entry {
+        const void* key[3];
+        std::shared_ptr<void> value;
+    };
+    std::vector<entry> entries;
+    int depth = 0;
+    static rule_memo& current() {
+        static thread_local rule_memo m;
+        return m;
+    }
+    // The kept value for the key, or make()'s (kept until the outermost builder is done).
+    template <class T, class Make>
+    static const T& get(const void* k0, const void* k1, const void* k2, Make&& make) {
+        rule_memo& m = current();
+        for (const entry& e : m.entries)
+            if (e.key[0] == k0 && e.key[1] == k1 && e.key[2] == k2) return *static_cast<const T*>(e.value.get());
+        auto p = std::make_shared<T>(make());
+        const T& r = *p;
+        m.entries.push_back(entry{{k0, k1, k2}, std::move(p)});
+        return r;
+    }
+};
+// Counts the builders alive on this thread; the last one out drops the rules' kept values.
+struct rule_memo_scope {
+    rule_memo_scope() noexcept { ++rule_memo::current().depth; }
+    ~rule_memo_scope() {
+        rule_memo& m = rule_memo::current();
+        if (--m.depth == 0) m.entries.clear();
+    }
+    rule_memo_scope(const rule_memo_scope&) = delete;
+    rule_memo_scope& operator=(const rule_memo_scope&) = delete;
+};
 
 template <class T, class = void>
 inline constexpr bool complete_v = false;
@@ -408,6 +449,7 @@ private:
     }
 
     static constexpr std::size_t none = ~std::size_t{0};
+    rule_memo_scope scope_;  // the rules' kept values live as long as the outermost builder
     const std::conditional_t<std::is_void_v<Seed>, char, Seed>* seed_ = nullptr;
     std::array<const void*, N> obj_{};
     typeflow::detail::node_handle memo_{typeflow::detail::new_node_state(N)};  // the adjoints computed so far

@@ -173,8 +173,6 @@ struct while_fn : detail::leaf_base {
         std::int64_t maximum_iterations = 0;
         mutable std::mutex m;
         mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_forward)
-        // the gradient's reverse scans, one per type and object of the loop's adjoint (detail::while_back)
-        mutable std::vector<std::pair<std::pair<const void*, const void*>, std::shared_ptr<void>>> backs;
         const bool* data() const noexcept { return &flag; }
     };
     using value_type = bool;
@@ -641,20 +639,14 @@ auto build_while_back(const N& n, const while_parts<N, G>& w) {
         });
     });
 }
-// build_while_back, built once per loop and adjoint (kept in the loop's
-// while_fn box), so the adjoints of the loop's leaves share one reverse scan.
+// build_while_back, built once per loop and adjoint while a gradient is
+// built (kept by the builder: autodiff::rule_memo), so the adjoints of the
+// loop's leaves share one reverse scan.
 template <class N, class G>
 const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
     using E = decltype(build_while_back(n, w));
-    const auto& box = *n.template child<5>().data;
-    const std::pair<const void*, const void*> key{&while_type_tag<E>, g.identity()};
-    std::lock_guard<std::mutex> lock(box.m);
-    for (const auto& [k, p] : box.backs)
-        if (k == key) return *static_cast<const E*>(p.get());
-    auto p = std::make_shared<E>(build_while_back(n, w));
-    const E& e = *p;
-    box.backs.emplace_back(key, std::move(p));
-    return e;
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &while_type_tag<E>, g.identity(),
+                                      [&] { return build_while_back(n, w); });
 }
 // The adjoint of child I of while node n (n's adjoint is g): the reverse
 // scan carries the variable's adjoint back through the steps that took the
