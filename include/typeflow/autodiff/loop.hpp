@@ -431,14 +431,11 @@ auto scan_adjoint(const N& n, const G& g) {
     const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
     const auto row_at = [&](const auto& t) { return gather(elems, t); };
     // the adjoints of the carries, from the last step back: row s is that of the carry entering step T-1-s
-    // (in a tf::let: the nodes that read it spell the let's name, not the reverse scan's graph)
-    const auto back = let([&] {
-        return indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
-            const auto r = len - one - s;
-            const auto c = identity(stop_gradient(carry_at(r)));
-            const auto y = fn(c, identity(stop_gradient(row_at(r))));
-            return seeded_grad(y, gather(gy, r) + a, c);
-        });
+    const auto back = indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
+        const auto r = len - one - s;
+        const auto c = identity(stop_gradient(carry_at(r)));
+        const auto y = fn(c, identity(stop_gradient(row_at(r))));
+        return seeded_grad(y, gather(gy, r) + a, c);
     });
     if constexpr (I == 0) {
         return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
