@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 
 #include <memory>
@@ -47,6 +48,7 @@ template <class Tag, bool Pure = true>
 struct loop_var {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "loop_var";
+    static constexpr bool loop_state = true;  // what a loop's body reads (graph::node_flags::in_loop)
     template <class I>
     struct traits {
         using value_type = value_type_t<I>;
@@ -60,6 +62,7 @@ template <class Tag, class D, bool Pure = true>
 struct loop_counter {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "loop_counter";
+    static constexpr bool loop_state = true;  // what a loop's body reads (graph::node_flags::in_loop)
     template <class... C>
     struct traits {
         using value_type = std::int32_t;
@@ -408,6 +411,52 @@ auto indexed_scan(const E& elems, const I& init, F step) {
     if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_scan<Tag, false>(elems, init, step);
     else return make_node<op::loop<true>>(v, t, b, literal<bool, 1, 1, D>{}, elems);
 }
+// The address of rule_type_tag<T>: a key that names type T (autodiff::rule_memo).
+template <class T>
+inline constexpr char rule_type_tag = 0;
+// The adjoints of scan node n's carries (n's adjoint is g), from the last
+// step back: row s is that of the carry entering step T-1-s; returned as
+// (gy: g broadcast to n's extents, len: the trip count, zc: a zero carry,
+// the reverse scan). The other adjoints read these objects too, so that a
+// node identified by object stays one node in them. Each step is a
+// fresh copy of the step function, applied to the stacked carry and row of
+// that step and differentiated with the adjoint as its seed. In a tf::let
+// (the nodes that read it spell the let's name, not the reverse scan's
+// graph), built by a function of N and G alone, so the scans that read it
+// for each child are of one type.
+template <class N, class G>
+auto build_scan_back(const N& n, const G& g) {
+    const auto& init = n.template child<0>().template child<0>();
+    const auto& elems = n.template child<4>();
+    const auto& fn = n.template child<5>().data->fn;
+    using Fn = std::remove_cvref_t<decltype(fn)>;
+    using D = device_t<N>;
+    using C = value_type_t<N>;
+    using i32 = std::int32_t;
+    const literal<i32, 0, 1, D> zero;
+    const literal<i32, 1, 1, D> one;
+    const auto gy = broadcast_like(g, n);  // [T, carry]
+    const auto len = cast<i32>(make_node<op::reduced_count<0>>(elems));
+    const auto zc = broadcast_like(literal<C, 0, 1, D>{}, init);
+    auto back = let([&] {
+        return indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
+            const auto r = len - one - s;
+            const auto c = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
+            const auto y = fn(c, identity(stop_gradient(gather(elems, r))));
+            return seeded_grad(y, gather(gy, r) + a, c);
+        });
+    });
+    return std::tuple<decltype(gy), decltype(len), decltype(zc), decltype(back)>(gy, len, zc, back);
+}
+// build_scan_back, built once per scan and adjoint while a gradient is built
+// (kept by the builder: autodiff::rule_memo), so the adjoints of the scan's
+// children share one reverse scan (also when g is identified by object).
+template <class N, class G>
+const auto& scan_back(const N& n, const G& g) {
+    using E = decltype(build_scan_back(n, g));
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
+                                      [&] { return build_scan_back(n, g); });
+}
 // The adjoint of child I of scan node n (n's adjoint is g): reverse-mode
 // through the iterations, recomputing each step from the stacked carries
 // (a fresh copy of the step, built from the kept step function).
@@ -419,24 +468,18 @@ auto scan_adjoint(const N& n, const G& g) {
     const auto& fn = n.template child<5>().data->fn;
     using Fn = std::remove_cvref_t<decltype(fn)>;
     using D = device_t<N>;
-    using C = value_type_t<N>;
     using i32 = std::int32_t;
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
     const literal<i32, 2, 1, D> two;
-    const auto gy = broadcast_like(g, n);  // [T, carry]
-    const auto len = cast<i32>(make_node<op::reduced_count<0>>(elems));
-    const auto zc = broadcast_like(literal<C, 0, 1, D>{}, init);
+    const auto& kept = scan_back(n, g);
+    const auto& gy = std::get<0>(kept);  // [T, carry]
+    const auto& len = std::get<1>(kept);
+    const auto& zc = std::get<2>(kept);
+    const auto& back = std::get<3>(kept);
     // the carry entering step t, and step t's row
     const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
     const auto row_at = [&](const auto& t) { return gather(elems, t); };
-    // the adjoints of the carries, from the last step back: row s is that of the carry entering step T-1-s
-    const auto back = indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
-        const auto r = len - one - s;
-        const auto c = identity(stop_gradient(carry_at(r)));
-        const auto y = fn(c, identity(stop_gradient(row_at(r))));
-        return seeded_grad(y, gather(gy, r) + a, c);
-    });
     if constexpr (I == 0) {
         return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
     } else if constexpr (std::remove_cvref_t<decltype(n.template child<5>())>::independent_rows) {
@@ -586,8 +629,6 @@ const auto& while_forward(const N& n) {
     if (!box.forward) box.forward = std::make_shared<E>(build_while_forward(n));
     return *static_cast<const E*>(box.forward.get());
 }
-template <class T>
-inline constexpr char while_type_tag = 0;
 // What a while loop's adjoints read: the variable's adjoint after the loop
 // (gx), the trip count bound (len), whether step t took the body, and the
 // variable entering step t, all from the loop's forward scan.
@@ -642,7 +683,7 @@ auto build_while_back(const N& n, const while_parts<N, G>& w) {
 template <class N, class G>
 const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
     using E = decltype(build_while_back(n, w));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &while_type_tag<E>, g.identity(),
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
                                       [&] { return build_while_back(n, w); });
 }
 // The adjoint of child I of while node n (n's adjoint is g): the reverse

@@ -94,6 +94,11 @@ struct node_flags {
     bool immediate_write = false;  // an assign some with_dependencies waits for
     bool locked = false;           // a locked update: computed and written under the update lock, at the end
     std::size_t uses = 0;           // edges in, plus one per fetch
+    // reads a loop's variable or counter (a node of a loop's body or condition,
+    // or one of those two): no tf::grad adjoint reaches it, since a loop's
+    // gradient recomputes its step (nested loops: the inner loop's own node
+    // counts as outside when it reads the outer variable only through its body)
+    bool in_loop = false;
 };
 
 /// True for assign, assign_add and assign_sub nodes (a class, not a variable
@@ -176,6 +181,19 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
           f[i].assign = is_assign<Ts>::value, f[i].locked = is_locked_update<Ts>::value, ++i),
          ...);
         ((f[index<Fs>::value].fetched = true, ++f[index<Fs>::value].uses), ...);
+        {
+            const bool state[] = {requires { Ts::op::loop_state; }...};
+            const bool loop[] = {requires { Ts::op::loop_kind; }...};
+            for (std::size_t p = 0; p < size; ++p) {  // children before parents
+                std::size_t from = first_edge[p];
+                if (loop[p]) {  // its variable's initial value, and its children after the condition
+                    f[p].in_loop = f[edges[first_edge[edges[from].child]].child].in_loop;
+                    from += 4;
+                }
+                f[p].in_loop = f[p].in_loop || state[p];
+                for (std::size_t e = from; e < first_edge[p + 1]; ++e) f[p].in_loop = f[p].in_loop || f[edges[e].child].in_loop;
+            }
+        }
         for (const edge& e : edges) {
             if (e.extents_only) continue;  // reads no elements
             ++f[e.child].uses;
@@ -212,7 +230,7 @@ inline std::size_t collect_objects(const edge* edges, const std::size_t* first_e
     if (!seen.insert(s)) return no_node;
     std::size_t clash = no_node;
     if (!obj[i]) obj[i] = o;
-    else if (!flags[i].pure) clash = i;
+    else if (!flags[i].pure && !flags[i].in_loop) clash = i;  // loops' insides get no adjoints
     for (std::size_t k = first_edge[i]; k < first_edge[i + 1]; ++k) {
         const std::size_t c = collect_objects(edges, first_edge, flags, edges[k].child, s->slots()[k - first_edge[i]].bytes, obj, seen);
         if (clash == no_node) clash = c;

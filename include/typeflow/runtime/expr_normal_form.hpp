@@ -63,6 +63,7 @@ struct normal_action {
     expr_ref (*ref)(const void*) = nullptr;  // wrap: a new tf::expr hiding the leaf (owned); share: the tf::expr's own
     const void* (*identity)(const void*) = nullptr;  // wrap: what makes two leaves one (sink_key)
     void (*store_slot)(typeflow::detail::node_state*, const expr_ref&) = nullptr;  // wrap, share
+    bool loop = false;  // op: a while_loop or scan (children: variable, counter, ...)
 };
 template <class Slot>
 void store_slot(typeflow::detail::node_state* s, const expr_ref& r) {
@@ -99,9 +100,12 @@ struct leaf_action<Slot, L, true> {
 struct op_action {
     static constexpr normal_action value{};
 };
+struct loop_action {
+    static constexpr normal_action value{normal_action::op, nullptr, nullptr, nullptr, nullptr, true};
+};
 template <class Nodes, class N, bool Leaf = N::is_leaf>
 struct action_of {
-    using type = op_action;
+    using type = std::conditional_t<requires { N::op::loop_kind; }, loop_action, op_action>;
 };
 template <class Nodes, class N>
 struct action_of<Nodes, N, true> {
@@ -109,40 +113,87 @@ struct action_of<Nodes, N, true> {
 };
 
 // Plain code of the rebuild: node i's new state from its old state `o`.
+// Pure nodes stay merged as in E: one state per node type, except that what
+// reads a pure loop's variable or counter is keyed on that loop as well
+// (the plan does the same: two loops may share those types; see
+// plan_core::walk).
 struct normal_rebuild {
+    static constexpr std::uint32_t none = typeflow::detail::key_map::none;
+    struct scoped {
+        std::size_t node;
+        std::uint32_t scope, made;
+    };
+    struct loop_scope {
+        std::size_t loop, var, counter;
+    };
     const graph::edge* edges;
     const std::size_t* first_edge;
     const graph::node_flags* flags;
     const normal_action* const* act;
-    typeflow::detail::pod_vector<typeflow::detail::node_state*> by_node;  // pure nodes: the state made for node i
-    typeflow::detail::key_map by_state;                                  // impure nodes: old state -> made[k]
+    typeflow::detail::pod_vector<std::uint32_t> by_node;  // pure nodes outside loops: made[k] for node i, or none
+    typeflow::detail::pod_vector<scoped> by_scope;        // pure nodes that read a loop's variable or counter
+    typeflow::detail::key_map by_state;                   // old state -> made[k]
     typeflow::detail::pod_vector<typeflow::detail::node_state*> made;
+    typeflow::detail::pod_vector<std::uint32_t> made_scope;  // per made state: the innermost pure loop it reads, or none
+    typeflow::detail::pod_vector<loop_scope> scopes;         // the pure loops being rebuilt, outermost first
     typeflow::detail::key_map wrapper_of;  // a wrapped leaf's identity -> wrappers[k]
     typeflow::detail::pod_vector<expr_ref> wrappers;
 
     // the new root state (one reference, the caller's); the rest is held by it
     typeflow::detail::node_state* root(std::size_t n, const void* e);
-    typeflow::detail::node_state* node(std::size_t i, typeflow::detail::node_state* o) {
+    typeflow::detail::node_state* node(std::size_t i, typeflow::detail::node_state* o) { return made[build(i, o)]; }
+    std::uint32_t build(std::size_t i, typeflow::detail::node_state* o) {
         using typeflow::detail::node_state;
+        const std::uint32_t seen = by_state.find(o, 0);
+        if (seen != none) return seen;
         const bool pure = flags[i].pure;
-        if (pure && by_node[i]) return by_node[i];
-        if (!pure) {
-            const std::uint32_t k = by_state.find(o, 0);
-            if (k != typeflow::detail::key_map::none) return made[k];
+        const std::size_t n_children = first_edge[i + 1] - first_edge[i];
+        // the operation children first (their scopes decide which state a pure node merges with)
+        typeflow::detail::pod_vector<std::uint32_t> kids(n_children);
+        const bool pure_loop = pure && act[i]->loop;
+        if (pure_loop) scopes.push_back({i, edges[first_edge[i]].child, edges[first_edge[i] + 1].child});
+        for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e)
+            if (act[edges[e].child]->kind == normal_action::op)
+                kids[e - first_edge[i]] =
+                    build(edges[e].child, static_cast<const typeflow::detail::node_handle*>(
+                                              static_cast<const void*>(o->slots()[e - first_edge[i]].bytes))->get());
+        if (pure_loop) scopes.pop_back();
+        std::uint32_t scope = none;
+        if (pure) {
+            for (std::size_t q = scopes.size(); q-- > 0 && scope == none;)
+                if (scopes[q].var == i || scopes[q].counter == i) scope = static_cast<std::uint32_t>(scopes[q].loop);
+            if (scope == none)
+                for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e)
+                    if (act[edges[e].child]->kind == normal_action::op) {
+                        const std::uint32_t c = made_scope[kids[e - first_edge[i]]];
+                        if (c != i) scope = std::min(scope, c);
+                    }
+            std::uint32_t k = none;
+            if (scope == none) k = by_node[i];
+            else
+                for (const scoped& x : by_scope)
+                    if (x.node == i && x.scope == scope) k = x.made;
+            if (k != none) {
+                by_state.insert(o, 0, k);
+                return k;
+            }
         }
-        node_state* s = typeflow::detail::new_node_state(first_edge[i + 1] - first_edge[i]);
+        node_state* s = typeflow::detail::new_node_state(n_children);
         s->origin = o->origin ? o->origin : o;  // the same node: fetched beside it, it runs once
         s->origin->refs.fetch_add(1, std::memory_order_relaxed);
+        const auto k = static_cast<std::uint32_t>(made.size());
         made.push_back(s);
-        if (pure) by_node[i] = s;
-        else by_state.insert(o, 0, static_cast<std::uint32_t>(made.size() - 1));
+        made_scope.push_back(scope);
+        by_state.insert(o, 0, k);
+        if (pure && scope == none) by_node[i] = k;
+        else if (pure) by_scope.push_back({i, scope, k});
         for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e) {
             const std::size_t c = edges[e].child;
             const void* bytes = o->slots()[e - first_edge[i]].bytes;
             const normal_action& a = *act[c];
             switch (a.kind) {
             case normal_action::op: {
-                node_state* cs = node(c, static_cast<const typeflow::detail::node_handle*>(bytes)->get());
+                node_state* cs = made[kids[e - first_edge[i]]];
                 cs->refs.fetch_add(1, std::memory_order_relaxed);
                 const typeflow::detail::node_handle h(cs);
                 typeflow::detail::node_child_ops::store(s, &h);
@@ -152,18 +203,18 @@ struct normal_rebuild {
             case normal_action::share: a.store_slot(s, a.ref(bytes)); break;
             case normal_action::wrap: {
                 const void* id = a.identity(bytes);
-                std::uint32_t k = wrapper_of.find(id, 0);
-                if (k == typeflow::detail::key_map::none) {
-                    k = static_cast<std::uint32_t>(wrappers.size());
+                std::uint32_t w = wrapper_of.find(id, 0);
+                if (w == none) {
+                    w = static_cast<std::uint32_t>(wrappers.size());
                     wrappers.push_back(a.ref(bytes));
-                    wrapper_of.insert(id, 0, k);
+                    wrapper_of.insert(id, 0, w);
                 }
-                a.store_slot(s, wrappers[k]);
+                a.store_slot(s, wrappers[w]);
                 break;
             }
             }
         }
-        return s;
+        return k;
     }
 };
 // E's normal-form state from E's object e (one reference, the caller's).
@@ -171,11 +222,11 @@ TYPEFLOW_NOINLINE inline typeflow::detail::node_state* rebuild_normal(const grap
                                                                    const graph::node_flags* flags,
                                                                    const normal_action* const* act, std::size_t n,
                                                                    const void* e) {
-    normal_rebuild b{edges, first_edge, flags, act, {}, {}, {}, {}, {}};
+    normal_rebuild b{edges, first_edge, flags, act, {}, {}, {}, {}, {}, {}, {}, {}};
     return b.root(n, e);
 }
 inline typeflow::detail::node_state* normal_rebuild::root(std::size_t n, const void* e) {
-    by_node.resize(n);
+    by_node.assign(n, none);
     typeflow::detail::node_state* r = node(n - 1, static_cast<const typeflow::detail::node_handle*>(e)->get());
     for (typeflow::detail::node_state* s : made)
         if (s != r) typeflow::detail::node_handle release(s);

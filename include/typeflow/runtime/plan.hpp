@@ -202,6 +202,11 @@ private:
         const void* ptr = nullptr;  // its elements in this run
         std::uint32_t next = ~std::uint32_t{0};  // the node's next instance, or none
         std::uint32_t first_extra = 0;  // a multi-output node: its outputs 1.. in extra_dims_ / extra_off_
+        std::uint32_t scope = ~std::uint32_t{0};  // the innermost pure loop (its node) whose variable or counter it reads, or none
+    };
+    // A pure loop whose children walk() is visiting: its node, and its variable's and counter's.
+    struct loop_scope {
+        std::uint32_t loop = 0, var = 0, counter = 0;
     };
     struct fetch {
         std::size_t node = 0;
@@ -368,6 +373,7 @@ private:
 
     array<instance> insts_;
     array<std::uint32_t> first_inst_, last_inst_;  // per node: its instances, linked by instance::next
+    array<loop_scope> scopes_;                     // walk(): the pure loops it is inside, outermost first
     array<std::uint32_t> child_refs_;
     array<std::uint32_t> operand_refs_;
     typeflow::detail::key_map by_id_;  // (identity, node) -> instance: a scalar's identity may be its parent's

@@ -864,6 +864,17 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
     }
     if (!op && d.pure && first_inst_[i] != none) return first_inst_[i];
     array<std::uint32_t> refs(d.children);
+    // A pure node is one computation per type, except that what reads a loop's
+    // variable or counter belongs to that loop: two loops of different types
+    // may share the variable's and counter's types (one step function over
+    // two inputs; a reverse scan per cost), and each runs its own copy of the
+    // nodes that depend on them. So a pure node's instance is keyed on its
+    // type and on the innermost pure loop it depends on (a loop is inside
+    // the bodies that reach it, so its node comes first: the least index).
+    std::uint32_t scope = none;
+    const bool pure_loop = op && d.pure && d.loop != 0;
+    if (pure_loop) scopes_.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(child_node(i, 0)),
+                                      static_cast<std::uint32_t>(child_node(i, 1))});
     if (d.expand) {
         // a tf::expr: a view of the root of its own segment
         const segment& s = segs_[seg_of_[expanded_.find(id, 0)]];
@@ -873,16 +884,28 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         if (d.children) d.children_of(obj, kids.data());
         for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
     }
-    std::uint32_t k;
-    if (d.pure && first_inst_[i] != none) {
-        k = first_inst_[i];
-    } else {
+    if (pure_loop) scopes_.pop_back();
+    if (op && d.pure) {
+        for (std::size_t q = scopes_.size(); q-- > 0 && scope == none;)
+            if (scopes_[q].var == i || scopes_[q].counter == i) scope = scopes_[q].loop;
+        if (scope == none)
+            for (std::size_t j = 0; j < d.children; ++j) {
+                const std::uint32_t c = insts_[refs[j]].scope;
+                if (c != i) scope = std::min(scope, c);
+            }
+    }
+    std::uint32_t k = none;
+    if (d.pure)
+        for (std::uint32_t x = first_inst_[i]; x != none && k == none; x = insts_[x].next)
+            if (insts_[x].scope == scope) k = x;
+    if (k == none) {
         k = static_cast<std::uint32_t>(insts_.size());
         instance in;
         in.node = static_cast<std::uint32_t>(i);
         in.obj = obj;
         in.id = id;
         in.first_child = static_cast<std::uint32_t>(child_refs_.size());
+        in.scope = scope;
         child_refs_.append(refs.data(), refs.size());
         insts_.push_back(in);
         if (last_inst_[i] == none) first_inst_[i] = k;
@@ -1152,7 +1175,7 @@ TYPEFLOW_DECL_HOT void plan_core::prepare_results() {
         }
         if (computed(f.node) && !on_device(f.node))
             for (std::uint32_t i = first_inst_[f.node]; i != none; i = insts_[i].next)
-                if (f.id == nullptr || insts_[i].id == f.id) insts_[i].buf = f.data;
+                if (f.id == nullptr ? i == f.inst : insts_[i].id == f.id) insts_[i].buf = f.data;
     }
 }
 
