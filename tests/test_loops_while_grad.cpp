@@ -20,6 +20,8 @@ void check_while_iterations() {
     auto x = tf::while_loop([](const auto& i, const auto&) { return i < Iterations; },
                             [&](const auto& v) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W)) + b); }, x0,
                             Iterations + 3);
+    // every adjoint from one reverse loop (the leaves' adjoints in its carry)
+    static_assert(tf::detail::while_joint_ok<decltype(x)>());
     auto y = tf::sum(tf::square(x) * tf::constant<tf::shape<2>>({1.0, -2.0}));
     INFO(Iterations << " iterations");
     TFTEST_CHECK_GRAD("while_loop", y, W, b, x0);
@@ -56,6 +58,23 @@ TEST_CASE("while_loop gradients match finite differences: 1 and 2 and 50 iterati
     check_while_iterations<1>();
     check_while_iterations<2>();
     check_while_iterations<50>();
+}
+
+TEST_CASE("while_loop gradients when the leaves cannot share one reverse loop", "[control][while_loop][grad]") {
+    // a leaf of another dtype (float, in a double loop) cannot join the joint loop's carry: every
+    // adjoint then comes from the reverse scan and a scan per leaf
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 74}};
+    tf::variable<"x0", double, tf::shape<2>> x0{tf::init::normal{0.0, 1.0, 75}};
+    tf::variable<"s", float, tf::shape<2>> scale{tf::init::normal{1.0f, 0.2f, 76}};
+    auto x = tf::while_loop([](const auto& i, const auto&) { return i < 4; },
+                            [&](const auto& v) {
+                                return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(v), W))) * tf::cast<double>(scale);
+                            },
+                            x0, 6);
+    using X = decltype(x);
+    static_assert(!tf::detail::while_joint_ok<X>());
+    auto y = tf::sum(tf::square(x) * tf::constant<tf::shape<2>>({1.0, -2.0}));
+    TFTEST_CHECK_GRAD("per leaf", y, W, x0);
 }
 
 TEST_CASE("while_loop gradients through a scan in its body and a loop inside a cond", "[control][while_loop][grad]") {

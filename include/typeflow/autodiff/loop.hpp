@@ -686,14 +686,94 @@ const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
     return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
                                       [&] { return build_while_back(n, w); });
 }
-// The adjoint of child I of while node n (n's adjoint is g): the reverse
-// scan carries the variable's adjoint back through the steps that took the
-// body (their bodies recomputed from the stacked carries); a leaf's adjoint
-// sums the body's adjoints of it over those steps. The condition is a bool:
-// nothing flows through it, so the body alone is differentiated.
+// The leaves a while node N keeps (children 6..), for its gradient.
+template <class N>
+struct while_leaves {
+    static constexpr std::size_t count = N::children_list::size - 6;
+    template <std::size_t K>
+    using at = meta::list_at_t<6 + K, typename N::children_list>;
+    // where leaf K's elements start in the joint carry (the variable's: offset<count>)
+    template <std::size_t K>
+    static constexpr index_t offset = [] {
+        return []<std::size_t... J>(std::index_sequence<J...>) {
+            return (index_t{0} + ... + shape_t<at<J>>::numel);
+        }(std::make_index_sequence<K>{});
+    }();
+};
+// Whether a while loop's adjoints can all come from one reverse loop
+// (build_while_joint): the leaves it keeps are of its dtype with static
+// extents, and its body reads no tf::expr (whose adjoints are found at run
+// time, by a builder of their own).
+template <class N>
+constexpr bool while_joint_ok() {
+    using B = meta::list_at_t<2, typename N::children_list>;
+    return !autodiff::has_erased<typename graph::graph_of<B>::nodes>::value &&
+           []<std::size_t... K>(std::index_sequence<K...>) {
+               return ((std::is_same_v<value_type_t<typename while_leaves<N>::template at<K>>, value_type_t<N>> &&
+                        shape_t<typename while_leaves<N>::template at<K>>::is_static) &&
+                       ...);
+           }(std::make_index_sequence<while_leaves<N>::count>{});
+}
+// The flat concatenation of its operands (one operand: itself).
+template <class A, class... R>
+auto joint_concat(const A& a, const R&... r) {
+    if constexpr (sizeof...(R) == 0) return a;
+    else return concat<0>(a, r...);
+}
+// One reverse loop over the steps, from the last: its carry is
+// [each leaf's adjoint so far, flattened..., the variable's adjoint]. A step
+// that took the body recomputes it once, and one builder gives the body's
+// adjoints of its variable and of every leaf (sharing the backward pass
+// through the body); a stopped step leaves the carry as it is. Not stacked:
+// only its final value is read. Returns that final carry.
+template <class N, class G>
+auto build_while_joint(const N& n, const while_parts<N, G>& w) {
+    auto body_fn = n.template child<5>().data->body;
+    using Body = std::remove_cvref_t<decltype(body_fn)>;
+    using D = device_t<N>;
+    using T = value_type_t<N>;
+    using L = while_leaves<N>;
+    constexpr index_t off_x = L::template offset<L::count>;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        const auto start = joint_concat(
+            reshape<-1>(broadcast_like(literal<T, 0, 1, D>{}, n.template child<6 + K>()))..., reshape<-1>(w.gx));
+        return let([&] {
+            using Tag = while_grad_tag<Body, 0>;
+            const auto v = make_node<op::loop_var<Tag, true>>(start);
+            const node<op::loop_counter<Tag, D, true>> s(children_tag{});
+            const auto r = w.len - w.i1 - s;
+            const auto b = cond(
+                w.took(r),
+                [&] {
+                    const auto c = w.x_at(r);
+                    const auto y = call_loop_fn(body_fn, r, c);
+                    const auto a = reshape_like(slice<off_x>(v, sizes<-1>), c);
+                    autodiff::builder<std::remove_cvref_t<decltype(y)>, decltype(a)> grads(y, a);
+                    return joint_concat(
+                        slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
+                            reshape<-1>(grads.of(n.template child<6 + K>()))...,
+                        reshape<-1>(grads.of(c)));
+                },
+                [&] { return v; });
+            return make_node<op::loop<false>>(v, s, b, literal<bool, 1, 1, D>{}, cast<std::int64_t>(w.len));
+        });
+    }(std::make_index_sequence<L::count>{});
+}
+// build_while_joint, built once per loop and adjoint while a gradient is
+// built (kept by the builder: autodiff::rule_memo), so the adjoints of the
+// variable and of every leaf read one loop.
+template <class N, class G>
+const auto& while_joint(const N& n, const G& g, const while_parts<N, G>& w) {
+    using E = decltype(build_while_joint(n, w));
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
+                                      [&] { return build_while_joint(n, w); });
+}
+// while_adjoint when the leaves cannot share one loop: a reverse scan
+// carries the variable's adjoint back through the steps that took the body
+// (their bodies recomputed from the stacked carries); a leaf's adjoint sums
+// the body's adjoints of it over those steps, a scan of its own.
 template <std::size_t I, class N, class G>
-auto while_adjoint(const N& n, const G& g) {
-    const while_parts<N, G> w(n, g);
+auto while_adjoint_per_leaf(const N& n, const G& g, const while_parts<N, G>& w) {
     using D = device_t<N>;
     using i32 = std::int32_t;
     const auto& back = while_back(n, g, w);
@@ -717,6 +797,27 @@ auto while_adjoint(const N& n, const G& g) {
                 [&] { return zp; });
         });
         return sum<0>(steps);
+    }
+}
+// The adjoint of child I of while node n (n's adjoint is g), through the
+// steps that took the body, recomputed from the forward scan's stacked
+// carries: from the joint reverse loop (build_while_joint) when it applies,
+// else per leaf. The condition is a bool: nothing flows through it, so the
+// body alone is differentiated.
+template <std::size_t I, class N, class G>
+auto while_adjoint(const N& n, const G& g) {
+    const while_parts<N, G> w(n, g);
+    if constexpr (while_joint_ok<N>()) {
+        using L = while_leaves<N>;
+        const auto& joint = while_joint(n, g, w);
+        if constexpr (I == 0) {
+            return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), w.x0);
+        } else {
+            const auto& p = n.template child<I>();
+            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
+        }
+    } else {
+        return while_adjoint_per_leaf<I>(n, g, w);
     }
 }
 }  // namespace detail
