@@ -122,6 +122,22 @@ template <class T>
 inline constexpr bool stops_gradient_v = false;
 template <class X>
 inline constexpr bool stops_gradient_v<node<op::stop_gradient, X>> = true;
+// The children of N that a gradient flows into: all but a loop's counter,
+// body and condition (children 1-3; a loop's gradient recomputes its step,
+// so no adjoint enters the body: the grad entries of a gradient's own loops
+// lie there, and read the loop's counter).
+template <class N>
+inline constexpr bool is_loop_node_v = requires { N::op::loop_kind; };
+template <class L>
+struct skip_loop_insides;
+template <class C0, class C1, class C2, class C3, class... Cs>
+struct skip_loop_insides<meta::list<C0, C1, C2, C3, Cs...>> {
+    using type = meta::list<C0, Cs...>;
+};
+template <class N>
+using gradient_children_t =
+    typename std::conditional_t<is_loop_node_v<N>, skip_loop_insides<typename N::children_list>,
+                                std::type_identity<typename N::children_list>>::type;
 template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
 struct gradient_walk {
     using type = Acc;
@@ -138,7 +154,7 @@ template <class Acc, class N>
 struct gradient_walk<Acc, N, false> {
     using marked = typename graph::detail::append<Acc, N>::type;
     using type = typename std::conditional_t<N::is_leaf || is_grad_entry_v<N> || stops_gradient_v<N>, std::type_identity<marked>,
-                                             gradient_walk_children<marked, typename N::children_list>>::type;
+                                             gradient_walk_children<marked, gradient_children_t<N>>>::type;
 };
 template <class... Es>
 using gradient_nodes_t = typename gradient_walk_children<graph::detail::visited<>, meta::list<Es...>>::type::list;
@@ -183,7 +199,7 @@ struct basic_leaf_finder {
                 if (s == id) return;
             seen.push_back(id);
             [&]<std::size_t... I>(std::index_sequence<I...>) {
-                (visit(e.template child<I>()), ...);
+                ((Gradient && is_loop_node_v<E> && I >= 1 && I <= 3 ? void() : visit(e.template child<I>())), ...);
             }(std::make_index_sequence<E::children_list::size>{});
         }
     }

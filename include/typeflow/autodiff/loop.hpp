@@ -411,34 +411,96 @@ auto indexed_scan(const E& elems, const I& init, F step) {
     if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_scan<Tag, false>(elems, init, step);
     else return make_node<op::loop<true>>(v, t, b, literal<bool, 1, 1, D>{}, elems);
 }
+// A loop of `count` iterations whose step sees the carry and the iteration
+// t, giving the final carry (not stacked). As indexed_scan, a step holding
+// anonymous constants makes the variable and counter identified by object.
+template <class Tag, bool Pure = true, class C, class I, class F>
+auto indexed_loop(const C& count, const I& init, F step) {
+    using D = device_t<I>;
+    const auto v = make_node<op::loop_var<Tag, Pure>>(init);
+    const node<op::loop_counter<Tag, D, Pure>> t(children_tag{});
+    const auto b = step(v, t);
+    if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_loop<Tag, false>(count, init, step);
+    else return make_node<op::loop<false>>(v, t, b, literal<bool, 1, 1, D>{}, cast<std::int64_t>(count));
+}
 // The address of rule_type_tag<T>: a key that names type T (autodiff::rule_memo).
 template <class T>
 inline constexpr char rule_type_tag = 0;
-// The adjoints of scan node n's carries (n's adjoint is g), from the last
-// step back: row s is that of the carry entering step T-1-s; returned as
-// (gy: g broadcast to n's extents, len: the trip count, zc: a zero carry,
-// the reverse scan). The other adjoints read these objects too, so that a
-// node identified by object stays one node in them. Each step is a
-// fresh copy of the step function, applied to the stacked carry and row of
-// that step and differentiated with the adjoint as its seed. In a tf::let
-// (the nodes that read it spell the let's name, not the reverse scan's
-// graph), built by a function of N and G alone, so the scans that read it
-// for each child are of one type.
+// The leaves a loop node N keeps (children 6..: the variables and
+// placeholders its step reads), for its gradient.
+template <class N>
+struct loop_leaves {
+    static constexpr std::size_t count = N::children_list::size - 6;
+    template <std::size_t K>
+    using at = meta::list_at_t<6 + K, typename N::children_list>;
+    // where leaf K's elements start in the joint carry (the variable's: offset<count>)
+    template <std::size_t K>
+    static constexpr index_t offset = [] {
+        return []<std::size_t... J>(std::index_sequence<J...>) {
+            return (index_t{0} + ... + shape_t<at<J>>::numel);
+        }(std::make_index_sequence<K>{});
+    }();
+};
+// Whether the adjoints of a loop's carry and leaves can all come from one
+// reverse loop whose carry holds them side by side (build_scan_joint,
+// build_while_joint): the leaves it keeps are of its dtype with static
+// extents, and its body reads no tf::expr (whose adjoints are found at run
+// time, by a builder of their own).
+template <class N>
+constexpr bool joint_ok() {
+    using B = meta::list_at_t<2, typename N::children_list>;
+    return !autodiff::has_erased<typename graph::graph_of<B>::nodes>::value &&
+           []<std::size_t... K>(std::index_sequence<K...>) {
+               return ((std::is_same_v<value_type_t<typename loop_leaves<N>::template at<K>>, value_type_t<N>> &&
+                        shape_t<typename loop_leaves<N>::template at<K>>::is_static) &&
+                       ...);
+           }(std::make_index_sequence<loop_leaves<N>::count>{});
+}
+// The flat concatenation of its operands (one operand: itself).
+template <class A, class... R>
+auto joint_concat(const A& a, const R&... r) {
+    if constexpr (sizeof...(R) == 0) return a;
+    else return concat<0>(a, r...);
+}
+// What every adjoint of scan node n reads (n's adjoint is g): g broadcast to
+// n's extents (gy), the trip count (len) and a zero carry (zc), built once
+// per scan and adjoint while a gradient is built (kept by the builder:
+// autodiff::rule_memo), so that a node identified by object (a cost holding
+// an anonymous constant) stays one object in every piece.
 template <class N, class G>
-auto build_scan_back(const N& n, const G& g) {
+auto build_scan_parts(const N& n, const G& g) {
+    using D = device_t<N>;
+    const auto& init = n.template child<0>().template child<0>();
+    const auto gy = broadcast_like(g, n);  // [T, carry]
+    const auto len = cast<std::int32_t>(make_node<op::reduced_count<0>>(n.template child<4>()));
+    const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
+    return std::tuple<decltype(gy), decltype(len), decltype(zc)>(gy, len, zc);
+}
+template <class N, class G>
+const auto& scan_parts(const N& n, const G& g) {
+    using E = decltype(build_scan_parts(n, g));
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
+                                      [&] { return build_scan_parts(n, g); });
+}
+// The adjoints of scan node n's carries, from the last step back: row s is
+// that of the carry entering step T-1-s. Each step is a fresh copy of the
+// step function, applied to the stacked carry and row of that step and
+// differentiated with the adjoint as its seed. In a tf::let (the nodes that
+// read it spell the let's name, not the reverse scan's graph), built by a
+// function of N and the parts alone, so the scans that read it for each
+// child are of one type.
+template <class N, class P>
+auto build_scan_back(const N& n, const P& parts) {
     const auto& init = n.template child<0>().template child<0>();
     const auto& elems = n.template child<4>();
     const auto& fn = n.template child<5>().data->fn;
     using Fn = std::remove_cvref_t<decltype(fn)>;
     using D = device_t<N>;
-    using C = value_type_t<N>;
     using i32 = std::int32_t;
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
-    const auto gy = broadcast_like(g, n);  // [T, carry]
-    const auto len = cast<i32>(make_node<op::reduced_count<0>>(elems));
-    const auto zc = broadcast_like(literal<C, 0, 1, D>{}, init);
-    auto back = let([&] {
+    const auto& [gy, len, zc] = parts;
+    return let([&] {
         return indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
             const auto r = len - one - s;
             const auto c = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
@@ -446,20 +508,63 @@ auto build_scan_back(const N& n, const G& g) {
             return seeded_grad(y, gather(gy, r) + a, c);
         });
     });
-    return std::tuple<decltype(gy), decltype(len), decltype(zc), decltype(back)>(gy, len, zc, back);
 }
 // build_scan_back, built once per scan and adjoint while a gradient is built
-// (kept by the builder: autodiff::rule_memo), so the adjoints of the scan's
-// children share one reverse scan (also when g is identified by object).
-template <class N, class G>
-const auto& scan_back(const N& n, const G& g) {
-    using E = decltype(build_scan_back(n, g));
+// (autodiff::rule_memo), so the adjoints of the scan's children share one
+// reverse scan.
+template <class N, class G, class P>
+const auto& scan_back(const N& n, const G& g, const P& parts) {
+    using E = decltype(build_scan_back(n, parts));
     return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_scan_back(n, g); });
+                                      [&] { return build_scan_back(n, parts); });
+}
+// One reverse loop over the steps, from the last, whose carry is [each
+// leaf's adjoint so far, flattened..., the carry's adjoint]: each step
+// recomputes the step function once, and one builder gives its adjoints of
+// the carry and of every leaf (one backward pass through the step). Not
+// stacked: only its final value is read. Returns that final carry.
+template <class N, class P>
+auto build_scan_joint(const N& n, const P& parts) {
+    const auto& init = n.template child<0>().template child<0>();
+    const auto& elems = n.template child<4>();
+    const auto& fn = n.template child<5>().data->fn;
+    using Fn = std::remove_cvref_t<decltype(fn)>;
+    using D = device_t<N>;
+    using C = value_type_t<N>;
+    using i32 = std::int32_t;
+    using L = loop_leaves<N>;
+    constexpr index_t off_c = L::template offset<L::count>;
+    const literal<i32, 0, 1, D> zero;
+    const literal<i32, 1, 1, D> one;
+    const auto& [gy, len, zc] = parts;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        const auto start =
+            joint_concat(reshape<-1>(broadcast_like(literal<C, 0, 1, D>{}, n.template child<6 + K>()))..., reshape<-1>(zc));
+        return let([&] {
+            return indexed_loop<scan_grad_tag<Fn, 3>>(len, start, [&](const auto& v, const auto& s) {
+                const auto r = len - one - s;
+                const auto c = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
+                const auto y = fn(c, identity(stop_gradient(gather(elems, r))));
+                const auto seed = gather(gy, r) + reshape_like(slice<off_c>(v, sizes<-1>), c);
+                autodiff::builder<std::remove_cvref_t<decltype(y)>, std::remove_cvref_t<decltype(seed)>> grads(y, seed);
+                return joint_concat(slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
+                                        reshape<-1>(grads.of(n.template child<6 + K>()))...,
+                                    reshape<-1>(grads.of(c)));
+            });
+        });
+    }(std::make_index_sequence<L::count>{});
+}
+template <class N, class G, class P>
+const auto& scan_joint(const N& n, const G& g, const P& parts) {
+    using E = decltype(build_scan_joint(n, parts));
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
+                                      [&] { return build_scan_joint(n, parts); });
 }
 // The adjoint of child I of scan node n (n's adjoint is g): reverse-mode
 // through the iterations, recomputing each step from the stacked carries
-// (a fresh copy of the step, built from the kept step function).
+// (a fresh copy of the step, built from the kept step function). The
+// initial carry's and the leaves' adjoints come from the joint reverse loop
+// when it applies; the rows' adjoints (and the rest) read the reverse scan.
 template <std::size_t I, class N, class G>
 auto scan_adjoint(const N& n, const G& g) {
     const auto& v = n.template child<0>();
@@ -469,60 +574,72 @@ auto scan_adjoint(const N& n, const G& g) {
     using Fn = std::remove_cvref_t<decltype(fn)>;
     using D = device_t<N>;
     using i32 = std::int32_t;
+    constexpr bool rows = std::remove_cvref_t<decltype(n.template child<5>())>::independent_rows;
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
     const literal<i32, 2, 1, D> two;
-    const auto& kept = scan_back(n, g);
-    const auto& gy = std::get<0>(kept);  // [T, carry]
-    const auto& len = std::get<1>(kept);
-    const auto& zc = std::get<2>(kept);
-    const auto& back = std::get<3>(kept);
-    // the carry entering step t, and step t's row
-    const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
-    const auto row_at = [&](const auto& t) { return gather(elems, t); };
-    if constexpr (I == 0) {
-        return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
-    } else if constexpr (std::remove_cvref_t<decltype(n.template child<5>())>::independent_rows) {
-        // every step at once: the carries entering the steps, the rows and the steps' adjoints,
-        // stacked [time, batch, ...] and flattened to [time * batch, ...]
-        const auto adj_at = [&](const auto& t) {
-            return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
-        };
-        const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) { return carry_at(t); });
-        const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(elems, zc, [&](const auto&, const auto& t) { return adj_at(t); });
-        const auto flat = [](const auto& e) {
-            using S = shape_t<std::remove_cvref_t<decltype(e)>>;
-            return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                static_assert(((S::value.d[K + 2] != dyn) && ...),
-                              "typeflow: scan with independent_rows: the extents after the batch axis must be static");
-                return reshape<-1, S::value.d[K + 2]...>(e);
-            }(std::make_index_sequence<S::rank - 2>{});
-        };
-        const auto x = identity(stop_gradient(flat(elems)));
-        const auto y = fn(identity(stop_gradient(flat(carries))), x);
-        if constexpr (I == 4) return reshape_like(seeded_grad(y, flat(seeds), x), elems);
-        else return seeded_grad(y, flat(seeds), n.template child<I>());
-    } else {
-        // the adjoint of step t's result: its row of g and what the later steps send back
-        const auto adj_at = [&](const auto& t) {
-            return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
-        };
-        if constexpr (I == 4) {
-            // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
-            const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
-            return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
-                const auto x = identity(stop_gradient(row_at(t)));
-                const auto y = fn(identity(stop_gradient(carry_at(t))), x);
-                return seeded_grad(y, adj_at(t), x);
-            });
+    const auto& parts = scan_parts(n, g);
+    const auto& gy = std::get<0>(parts);  // [T, carry]
+    const auto& len = std::get<1>(parts);
+    const auto& zc = std::get<2>(parts);
+    if constexpr (!rows && I != 4 && joint_ok<N>()) {
+        using L = loop_leaves<N>;
+        const auto& joint = scan_joint(n, g, parts);
+        if constexpr (I == 0) {
+            return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), init);
         } else {
             const auto& p = n.template child<I>();
-            const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
-            const auto steps = indexed_scan<scan_grad_tag<Fn, I>>(elems, zp, [&](const auto&, const auto& t) {
-                const auto y = fn(identity(stop_gradient(carry_at(t))), identity(stop_gradient(row_at(t))));
-                return seeded_grad(y, adj_at(t), p);
-            });
-            return sum<0>(steps);
+            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
+        }
+    } else {
+        const auto& back = scan_back(n, g, parts);
+        // the carry entering step t, and step t's row
+        const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
+        const auto row_at = [&](const auto& t) { return gather(elems, t); };
+        if constexpr (I == 0) {
+            return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
+        } else if constexpr (rows) {
+            // every step at once: the carries entering the steps, the rows and the steps' adjoints,
+            // stacked [time, batch, ...] and flattened to [time * batch, ...]
+            const auto adj_at = [&](const auto& t) {
+                return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
+            };
+            const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) { return carry_at(t); });
+            const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(elems, zc, [&](const auto&, const auto& t) { return adj_at(t); });
+            const auto flat = [](const auto& e) {
+                using S = shape_t<std::remove_cvref_t<decltype(e)>>;
+                return [&]<std::size_t... K>(std::index_sequence<K...>) {
+                    static_assert(((S::value.d[K + 2] != dyn) && ...),
+                                  "typeflow: scan with independent_rows: the extents after the batch axis must be static");
+                    return reshape<-1, S::value.d[K + 2]...>(e);
+                }(std::make_index_sequence<S::rank - 2>{});
+            };
+            const auto x = identity(stop_gradient(flat(elems)));
+            const auto y = fn(identity(stop_gradient(flat(carries))), x);
+            if constexpr (I == 4) return reshape_like(seeded_grad(y, flat(seeds), x), elems);
+            else return seeded_grad(y, flat(seeds), n.template child<I>());
+        } else {
+            // the adjoint of step t's result: its row of g and what the later steps send back
+            const auto adj_at = [&](const auto& t) {
+                return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
+            };
+            if constexpr (I == 4) {
+                // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
+                const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
+                return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
+                    const auto x = identity(stop_gradient(row_at(t)));
+                    const auto y = fn(identity(stop_gradient(carry_at(t))), x);
+                    return seeded_grad(y, adj_at(t), x);
+                });
+            } else {
+                const auto& p = n.template child<I>();
+                const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
+                const auto steps = indexed_scan<scan_grad_tag<Fn, I>>(elems, zp, [&](const auto&, const auto& t) {
+                    const auto y = fn(identity(stop_gradient(carry_at(t))), identity(stop_gradient(row_at(t))));
+                    return seeded_grad(y, adj_at(t), p);
+                });
+                return sum<0>(steps);
+            }
         }
     }
 }
@@ -631,7 +748,10 @@ const auto& while_forward(const N& n) {
 }
 // What a while loop's adjoints read: the variable's adjoint after the loop
 // (gx), the trip count bound (len), whether step t took the body, and the
-// variable entering step t, all from the loop's forward scan.
+// variable entering step t, all from the loop's forward scan. Everything
+// read from that scan is identified by object (its iterations are an iota
+// leaf whose extent its object gives), so the gradient's loops are built with
+// Pure = false at once.
 template <class N, class G>
 struct while_parts {
     using D = device_t<N>;
@@ -665,7 +785,7 @@ auto build_while_back(const N& n, const while_parts<N, G>& w) {
     using Body = std::remove_cvref_t<decltype(body_fn)>;
     // in a tf::let, as the forward scan: each leaf's scan reads it three times
     return let([&] {
-        return indexed_scan<while_grad_tag<Body, 0>>(w.hs, w.gx, [&](const auto& a, const auto& s) {
+        return indexed_scan<while_grad_tag<Body, 0>, false>(w.hs, w.gx, [&](const auto& a, const auto& s) {
             const auto r = w.len - w.i1 - s;
             return cond(
                 w.took(r),
@@ -686,40 +806,6 @@ const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
     return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
                                       [&] { return build_while_back(n, w); });
 }
-// The leaves a while node N keeps (children 6..), for its gradient.
-template <class N>
-struct while_leaves {
-    static constexpr std::size_t count = N::children_list::size - 6;
-    template <std::size_t K>
-    using at = meta::list_at_t<6 + K, typename N::children_list>;
-    // where leaf K's elements start in the joint carry (the variable's: offset<count>)
-    template <std::size_t K>
-    static constexpr index_t offset = [] {
-        return []<std::size_t... J>(std::index_sequence<J...>) {
-            return (index_t{0} + ... + shape_t<at<J>>::numel);
-        }(std::make_index_sequence<K>{});
-    }();
-};
-// Whether a while loop's adjoints can all come from one reverse loop
-// (build_while_joint): the leaves it keeps are of its dtype with static
-// extents, and its body reads no tf::expr (whose adjoints are found at run
-// time, by a builder of their own).
-template <class N>
-constexpr bool while_joint_ok() {
-    using B = meta::list_at_t<2, typename N::children_list>;
-    return !autodiff::has_erased<typename graph::graph_of<B>::nodes>::value &&
-           []<std::size_t... K>(std::index_sequence<K...>) {
-               return ((std::is_same_v<value_type_t<typename while_leaves<N>::template at<K>>, value_type_t<N>> &&
-                        shape_t<typename while_leaves<N>::template at<K>>::is_static) &&
-                       ...);
-           }(std::make_index_sequence<while_leaves<N>::count>{});
-}
-// The flat concatenation of its operands (one operand: itself).
-template <class A, class... R>
-auto joint_concat(const A& a, const R&... r) {
-    if constexpr (sizeof...(R) == 0) return a;
-    else return concat<0>(a, r...);
-}
 // One reverse loop over the steps, from the last: its carry is
 // [each leaf's adjoint so far, flattened..., the variable's adjoint]. A step
 // that took the body recomputes it once, and one builder gives the body's
@@ -732,30 +818,28 @@ auto build_while_joint(const N& n, const while_parts<N, G>& w) {
     using Body = std::remove_cvref_t<decltype(body_fn)>;
     using D = device_t<N>;
     using T = value_type_t<N>;
-    using L = while_leaves<N>;
+    using L = loop_leaves<N>;
     constexpr index_t off_x = L::template offset<L::count>;
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
         const auto start = joint_concat(
             reshape<-1>(broadcast_like(literal<T, 0, 1, D>{}, n.template child<6 + K>()))..., reshape<-1>(w.gx));
         return let([&] {
-            using Tag = while_grad_tag<Body, 0>;
-            const auto v = make_node<op::loop_var<Tag, true>>(start);
-            const node<op::loop_counter<Tag, D, true>> s(children_tag{});
-            const auto r = w.len - w.i1 - s;
-            const auto b = cond(
-                w.took(r),
-                [&] {
-                    const auto c = w.x_at(r);
-                    const auto y = call_loop_fn(body_fn, r, c);
-                    const auto a = reshape_like(slice<off_x>(v, sizes<-1>), c);
-                    autodiff::builder<std::remove_cvref_t<decltype(y)>, decltype(a)> grads(y, a);
-                    return joint_concat(
-                        slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
-                            reshape<-1>(grads.of(n.template child<6 + K>()))...,
-                        reshape<-1>(grads.of(c)));
-                },
-                [&] { return v; });
-            return make_node<op::loop<false>>(v, s, b, literal<bool, 1, 1, D>{}, cast<std::int64_t>(w.len));
+            return indexed_loop<while_grad_tag<Body, 0>, false>(w.len, start, [&](const auto& v, const auto& s) {
+                const auto r = w.len - w.i1 - s;
+                return cond(
+                    w.took(r),
+                    [&] {
+                        const auto c = w.x_at(r);
+                        const auto y = call_loop_fn(body_fn, r, c);
+                        const auto a = reshape_like(slice<off_x>(v, sizes<-1>), c);
+                        autodiff::builder<std::remove_cvref_t<decltype(y)>, decltype(a)> grads(y, a);
+                        return joint_concat(
+                            slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
+                                reshape<-1>(grads.of(n.template child<6 + K>()))...,
+                            reshape<-1>(grads.of(c)));
+                    },
+                    [&] { return v; });
+            });
         });
     }(std::make_index_sequence<L::count>{});
 }
@@ -791,7 +875,7 @@ auto while_adjoint_per_leaf(const N& n, const G& g, const while_parts<N, G>& w) 
         const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
         // scanned over `back`'s rows: the scan reads what it scans where it runs itself, so the reverse
         // scan runs once, before it, not in the branch of each taken step that reads it (quadratic work)
-        const auto steps = indexed_scan<while_grad_tag<Body, I>>(back, zp, [&](const auto&, const auto& t) {
+        const auto steps = indexed_scan<while_grad_tag<Body, I>, false>(back, zp, [&](const auto&, const auto& t) {
             return cond(
                 w.took(t), [&] { return branch_adjoint(call_loop_fn(body_fn, t, w.x_at(t)), adj_at(t), p); },
                 [&] { return zp; });
@@ -807,8 +891,8 @@ auto while_adjoint_per_leaf(const N& n, const G& g, const while_parts<N, G>& w) 
 template <std::size_t I, class N, class G>
 auto while_adjoint(const N& n, const G& g) {
     const while_parts<N, G> w(n, g);
-    if constexpr (while_joint_ok<N>()) {
-        using L = while_leaves<N>;
+    if constexpr (joint_ok<N>()) {
+        using L = loop_leaves<N>;
         const auto& joint = while_joint(n, g, w);
         if constexpr (I == 0) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), w.x0);

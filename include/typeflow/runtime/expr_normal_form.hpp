@@ -134,8 +134,9 @@ struct normal_rebuild {
     typeflow::detail::pod_vector<scoped> by_scope;        // pure nodes that read a loop's variable or counter
     typeflow::detail::key_map by_state;                   // old state -> made[k]
     typeflow::detail::pod_vector<typeflow::detail::node_state*> made;
-    typeflow::detail::pod_vector<std::uint32_t> made_scope;  // per made state: the innermost pure loop it reads, or none
-    typeflow::detail::pod_vector<loop_scope> scopes;         // the pure loops being rebuilt, outermost first
+    typeflow::detail::pod_vector<std::uint32_t> made_scope;  // per made state: the innermost loop it reads (loop_scope::loop), or none
+    typeflow::detail::pod_vector<loop_scope> scopes;         // the loops being rebuilt, outermost first
+    std::size_t n_nodes = 0, loops = 0;                      // numbers for the loops that are not pure: n_nodes + k
     typeflow::detail::key_map wrapper_of;  // a wrapped leaf's identity -> wrappers[k]
     typeflow::detail::pod_vector<expr_ref> wrappers;
 
@@ -150,24 +151,31 @@ struct normal_rebuild {
         const std::size_t n_children = first_edge[i + 1] - first_edge[i];
         // the operation children first (their scopes decide which state a pure node merges with)
         typeflow::detail::pod_vector<std::uint32_t> kids(n_children);
-        const bool pure_loop = pure && act[i]->loop;
-        if (pure_loop) scopes.push_back({i, edges[first_edge[i]].child, edges[first_edge[i] + 1].child});
+        const bool loop = act[i]->loop;  // keyed as in plan_core::walk
+        if (loop) scopes.push_back({pure ? i : n_nodes + loops++, edges[first_edge[i]].child, edges[first_edge[i] + 1].child});
         for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e)
             if (act[edges[e].child]->kind == normal_action::op)
                 kids[e - first_edge[i]] =
                     build(edges[e].child, static_cast<const typeflow::detail::node_handle*>(
                                               static_cast<const void*>(o->slots()[e - first_edge[i]].bytes))->get());
-        if (pure_loop) scopes.pop_back();
+        const std::size_t own = loop ? scopes[scopes.size() - 1].loop : none;
+        if (loop) scopes.pop_back();
         std::uint32_t scope = none;
         if (pure) {
             for (std::size_t q = scopes.size(); q-- > 0 && scope == none;)
                 if (scopes[q].var == i || scopes[q].counter == i) scope = static_cast<std::uint32_t>(scopes[q].loop);
-            if (scope == none)
-                for (std::size_t e = first_edge[i]; e < first_edge[i + 1]; ++e)
-                    if (act[edges[e].child]->kind == normal_action::op) {
-                        const std::uint32_t c = made_scope[kids[e - first_edge[i]]];
-                        if (c != i) scope = std::min(scope, c);
+            std::size_t depth = 0;  // the innermost: the latest on the stack
+            for (std::size_t e = first_edge[i]; e < first_edge[i + 1] && scope == none; ++e) {
+                if (act[edges[e].child]->kind != normal_action::op) continue;
+                const std::uint32_t c = made_scope[kids[e - first_edge[i]]];
+                if (c == none || c == own) continue;
+                for (std::size_t q = scopes.size(); q-- > depth;)
+                    if (scopes[q].loop == c) {
+                        depth = q + 1;
+                        break;
                     }
+            }
+            if (scope == none && depth > 0) scope = static_cast<std::uint32_t>(scopes[depth - 1].loop);
             std::uint32_t k = none;
             if (scope == none) k = by_node[i];
             else
@@ -222,11 +230,12 @@ TYPEFLOW_NOINLINE inline typeflow::detail::node_state* rebuild_normal(const grap
                                                                    const graph::node_flags* flags,
                                                                    const normal_action* const* act, std::size_t n,
                                                                    const void* e) {
-    normal_rebuild b{edges, first_edge, flags, act, {}, {}, {}, {}, {}, {}, {}, {}};
+    normal_rebuild b{edges, first_edge, flags, act, {}, {}, {}, {}, {}, {}, 0, 0, {}, {}};
     return b.root(n, e);
 }
 inline typeflow::detail::node_state* normal_rebuild::root(std::size_t n, const void* e) {
     by_node.assign(n, none);
+    n_nodes = n;
     typeflow::detail::node_state* r = node(n - 1, static_cast<const typeflow::detail::node_handle*>(e)->get());
     for (typeflow::detail::node_state* s : made)
         if (s != r) typeflow::detail::node_handle release(s);

@@ -202,9 +202,10 @@ private:
         const void* ptr = nullptr;  // its elements in this run
         std::uint32_t next = ~std::uint32_t{0};  // the node's next instance, or none
         std::uint32_t first_extra = 0;  // a multi-output node: its outputs 1.. in extra_dims_ / extra_off_
-        std::uint32_t scope = ~std::uint32_t{0};  // the innermost pure loop (its node) whose variable or counter it reads, or none
+        std::uint32_t scope = ~std::uint32_t{0};  // the innermost loop whose variable or counter it reads (loop_scope::loop), or none
     };
-    // A pure loop whose children walk() is visiting: its node, and its variable's and counter's.
+    // A loop whose children walk() is visiting: its key (a pure loop's node, or
+    // a number past the nodes for another), and its variable's and counter's nodes.
     struct loop_scope {
         std::uint32_t loop = 0, var = 0, counter = 0;
     };
@@ -373,7 +374,8 @@ private:
 
     array<instance> insts_;
     array<std::uint32_t> first_inst_, last_inst_;  // per node: its instances, linked by instance::next
-    array<loop_scope> scopes_;                     // walk(): the pure loops it is inside, outermost first
+    array<loop_scope> scopes_;                     // walk(): the loops it is inside, outermost first
+    std::uint32_t loops_walked_ = 0;               // walk(): numbers the loops that are not pure
     array<std::uint32_t> child_refs_;
     array<std::uint32_t> operand_refs_;
     typeflow::detail::key_map by_id_;  // (identity, node) -> instance: a scalar's identity may be its parent's

@@ -869,12 +869,14 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
     // may share the variable's and counter's types (one step function over
     // two inputs; a reverse scan per cost), and each runs its own copy of the
     // nodes that depend on them. So a pure node's instance is keyed on its
-    // type and on the innermost pure loop it depends on (a loop is inside
-    // the bodies that reach it, so its node comes first: the least index).
+    // type and on the innermost loop it depends on: a pure loop by its node (a
+    // pure loop built twice is one computation), any other loop by a number of
+    // its own (its variable and counter may still be of pure types).
     std::uint32_t scope = none;
-    const bool pure_loop = op && d.pure && d.loop != 0;
-    if (pure_loop) scopes_.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(child_node(i, 0)),
-                                      static_cast<std::uint32_t>(child_node(i, 1))});
+    const bool loop = op && d.loop != 0;
+    if (loop)
+        scopes_.push_back({d.pure ? static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(n_ + loops_walked_++),
+                           static_cast<std::uint32_t>(child_node(i, 0)), static_cast<std::uint32_t>(child_node(i, 1))});
     if (d.expand) {
         // a tf::expr: a view of the root of its own segment
         const segment& s = segs_[seg_of_[expanded_.find(id, 0)]];
@@ -884,15 +886,22 @@ TYPEFLOW_DECL std::uint32_t plan_core::walk(std::size_t i, const void* obj) {
         if (d.children) d.children_of(obj, kids.data());
         for (std::size_t j = 0; j < d.children; ++j) refs[j] = walk(child_node(i, j), kids[j]);
     }
-    if (pure_loop) scopes_.pop_back();
+    const std::uint32_t own = loop ? scopes_[scopes_.size() - 1].loop : none;
+    if (loop) scopes_.pop_back();
     if (op && d.pure) {
+        std::size_t depth = 0;  // the innermost: the latest on the stack
         for (std::size_t q = scopes_.size(); q-- > 0 && scope == none;)
             if (scopes_[q].var == i || scopes_[q].counter == i) scope = scopes_[q].loop;
-        if (scope == none)
-            for (std::size_t j = 0; j < d.children; ++j) {
-                const std::uint32_t c = insts_[refs[j]].scope;
-                if (c != i) scope = std::min(scope, c);
-            }
+        for (std::size_t j = 0; j < d.children && scope == none; ++j) {
+            const std::uint32_t c = insts_[refs[j]].scope;
+            if (c == none || c == own) continue;
+            for (std::size_t q = scopes_.size(); q-- > depth;)
+                if (scopes_[q].loop == c) {
+                    depth = q + 1;
+                    break;
+                }
+        }
+        if (scope == none && depth > 0) scope = scopes_[depth - 1].loop;
     }
     std::uint32_t k = none;
     if (d.pure)
