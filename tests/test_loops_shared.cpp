@@ -97,3 +97,28 @@ TEST_CASE("two costs through one scan, their gradients fetched in one run", "[co
     }
     CHECK(g1[0] != Approx(g2[0]));
 }
+
+TEST_CASE("scan gradients: one reverse loop for the carry and the leaves, or a scan per leaf", "[control][scan][grad]") {
+    tf::variable<"W", double, tf::shape<2, 2>> W{tf::init::normal{0.0, 0.5, 41}};
+    tf::variable<"b", double, tf::shape<2>> b{tf::init::normal{0.0, 0.5, 42}};
+    tf::variable<"xs", double, tf::shape<5, 2>> xs{tf::init::normal{0.0, 1.0, 43}};
+    tf::variable<"h0", double, tf::shape<2>> h0{tf::init::normal{0.0, 1.0, 44}};
+    SECTION("leaves of the carry's dtype: the joint loop") {
+        auto hs = tf::scan(
+            [&](const auto& h, const auto& x) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + b + x); }, xs, h0);
+        static_assert(tf::detail::joint_ok<decltype(hs)>());
+        auto y = tf::sum(tf::square(hs) * tf::reshape<5, 1>(tf::constant<tf::shape<5>>({1.0, -2.0, 0.5, 3.0, 1.5})));
+        TFTEST_CHECK_GRAD("joint", y, W, b, xs, h0);
+    }
+    SECTION("a leaf of another dtype (float in a double scan): a scan per leaf") {
+        tf::variable<"s", float, tf::shape<2>> scale{tf::init::normal{1.0f, 0.2f, 45}};
+        auto hs = tf::scan(
+            [&](const auto& h, const auto& x) {
+                return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + b + x) * tf::cast<double>(scale);
+            },
+            xs, h0);
+        static_assert(!tf::detail::joint_ok<decltype(hs)>());
+        auto y = tf::sum(tf::square(hs) * tf::reshape<5, 1>(tf::constant<tf::shape<5>>({1.0, -2.0, 0.5, 3.0, 1.5})));
+        TFTEST_CHECK_GRAD("per leaf", y, W, b, xs, h0);
+    }
+}

@@ -645,12 +645,12 @@ auto scan_adjoint(const N& n, const G& g) {
 }
 }  // namespace detail
 
-/// scan: reverse-mode through the iterations. A reverse scan carries the
-/// adjoint of the carry back from the last step; the adjoints of the rows and
-/// of the variables and placeholders the step reads are scans over the steps
-/// (the latter summed). Each step is recomputed from the stacked carries,
-/// with a fresh copy of the step function. A scan made by a gradient is not
-/// differentiated again.
+/// scan: reverse-mode through the iterations. One reverse loop carries the
+/// adjoints of the carry and of the variables and placeholders the step reads
+/// back from the last step; the rows' adjoints are a scan over the steps
+/// reading a reverse scan of the carry's. Each step is recomputed from the
+/// stacked carries, with a fresh copy of the step function (detail::scan_adjoint).
+/// A scan made by a gradient is not differentiated again.
 namespace detail {
 template <class T>
 inline constexpr bool is_while_node_v = false;
@@ -908,9 +908,9 @@ auto while_adjoint(const N& n, const G& g) {
 
 /// while_loop: reverse-mode through the iterations. The loop is recomputed as
 /// a scan over maximum_iterations steps that stop taking the body once the
-/// condition fails (detail::build_while_forward); a reverse scan carries the
-/// variable's adjoint back through the steps that took the body, and each
-/// leaf's adjoint sums over them (detail::while_adjoint). The gradient's work
+/// condition fails (detail::build_while_forward); one reverse loop carries
+/// the adjoints of the variable and of the leaves back through the steps that
+/// took the body (detail::while_adjoint). The gradient's work
 /// and the stacked carries it keeps grow with maximum_iterations, not with
 /// the trip count: give a tight bound.
 template <>
