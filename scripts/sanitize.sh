@@ -64,7 +64,7 @@ CORE_EXAMPLES="readme_training"
 # k, weighs about the same), and the other examples, lightest first.
 # (Under ASan+UBSan the loop gradients were one file of 570 s of compiler time
 # against 50-110 s for the next heaviest; split in two, each heads a slice.)
-ROTATING_UNITS=(loops_while_grad loops grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm
+ROTATING_UNITS=(loops_while_grad loops grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm loops_shared
                 grad_property_2 ops_reduce ops_gather ops_elementwise expr models recurrent reference_backend ops_pool
                 ops_conv ops_dropout_norm io_monitored grad_graph ops_matmul train control ops_shape concurrent lstm_kernel
                 queue_ops replay epilogue device_memory)
