@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lecture's CNN, an LSTM layer, the two-tower ticket ranker and a while
-# loop's gradient against TensorFlow itself, in one run: builds
+# loop's and a scan's gradients against TensorFlow itself, in one run: builds
 # benchmarks/cnn_train.cpp, benchmarks/lstm_train.cpp,
 # benchmarks/two_tower_train.cpp and benchmarks/while_grad.cpp in ./build-bench (-O3 -march=native, the
 # configuration the README recommends), creates a virtual environment with
@@ -9,7 +9,7 @@
 #   <workload> threads=<n> typeflow=<us> tensorflow=<us> ratio=<tensorflow/typeflow>
 # and typeflow's own 2-thread speed-up. Run it on a quiet machine.
 #   bash scripts/bench_tf.sh                    # cnn_train_step, conv2d_fwd_bwd, cnn_fit_epoch, lstm_train_step,
-#                                               # two_tower_train_step, while_grad_step
+#                                               # two_tower_train_step, while_grad_step, scan_grad_step
 #   bash scripts/bench_tf.sh cnn_train_step     # one workload
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,7 +34,7 @@ OMP_NUM_THREADS=1 "$BUILD_DIR/benchmarks/bench_lstm_train" $only | tee -a "$out"
 OMP_NUM_THREADS=1 "$BUILD_DIR/benchmarks/bench_two_tower_train" $only | tee -a "$out"
 OMP_NUM_THREADS=1 "$BUILD_DIR/benchmarks/bench_while_grad" $only | tee -a "$out"
 for n in 1 2; do
-  case "$only" in lstm_train_step|two_tower_train_step|while_grad_step) ;; *) "$venv/bin/python" benchmarks/tensorflow/cnn_keras.py "$n" $only | tee -a "$out" ;; esac
+  case "$only" in lstm_train_step|two_tower_train_step|while_grad_step|scan_grad_step) ;; *) "$venv/bin/python" benchmarks/tensorflow/cnn_keras.py "$n" $only | tee -a "$out" ;; esac
   "$venv/bin/python" benchmarks/tensorflow/lstm_keras.py "$n" $only | tee -a "$out"
   "$venv/bin/python" benchmarks/tensorflow/two_tower_keras.py "$n" $only | tee -a "$out"
   "$venv/bin/python" benchmarks/tensorflow/while_grad_tf.py "$n" $only | tee -a "$out"
