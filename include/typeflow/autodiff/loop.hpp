@@ -401,27 +401,29 @@ struct gradient<op::loop_counter<Tag, D, Pure>> : no_gradient {};
 namespace detail {
 template <class Fn, std::size_t K>
 struct scan_grad_tag {};
+// A loop (Stacked: a scan) whose step sees the carry and the iteration t,
+// limited by `limit` (a scan: the scanned tensor; else an int64 count). A
+// step holding anonymous constants makes the variable and counter
+// identified by object.
+template <bool Stacked, class Tag, bool Pure = true, class L, class I, class F>
+auto indexed_loop_of(const L& limit, const I& init, F step) {
+    using D = device_t<I>;
+    const auto v = make_node<op::loop_var<Tag, Pure>>(init);
+    const node<op::loop_counter<Tag, D, Pure>> t(children_tag{});
+    const auto b = step(v, t);
+    if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_loop_of<Stacked, Tag, false>(limit, init, step);
+    else return make_node<op::loop<Stacked>>(v, t, b, literal<bool, 1, 1, D>{}, limit);
+}
 // A scan over elems' leading axis whose step sees the carry and the iteration t.
 template <class Tag, bool Pure = true, class E, class I, class F>
 auto indexed_scan(const E& elems, const I& init, F step) {
-    using D = device_t<I>;
-    const auto v = make_node<op::loop_var<Tag, Pure>>(init);
-    const node<op::loop_counter<Tag, D, Pure>> t(children_tag{});
-    const auto b = step(v, t);
-    if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_scan<Tag, false>(elems, init, step);
-    else return make_node<op::loop<true>>(v, t, b, literal<bool, 1, 1, D>{}, elems);
+    return indexed_loop_of<true, Tag, Pure>(elems, init, step);
 }
 // A loop of `count` iterations whose step sees the carry and the iteration
-// t, giving the final carry (not stacked). As indexed_scan, a step holding
-// anonymous constants makes the variable and counter identified by object.
+// t, giving the final carry (not stacked).
 template <class Tag, bool Pure = true, class C, class I, class F>
 auto indexed_loop(const C& count, const I& init, F step) {
-    using D = device_t<I>;
-    const auto v = make_node<op::loop_var<Tag, Pure>>(init);
-    const node<op::loop_counter<Tag, D, Pure>> t(children_tag{});
-    const auto b = step(v, t);
-    if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_loop<Tag, false>(count, init, step);
-    else return make_node<op::loop<false>>(v, t, b, literal<bool, 1, 1, D>{}, cast<std::int64_t>(count));
+    return indexed_loop_of<false, Tag, Pure>(cast<std::int64_t>(count), init, step);
 }
 // The address of rule_type_tag<T>: a key that names type T (autodiff::rule_memo).
 template <class T>
@@ -462,6 +464,32 @@ auto joint_concat(const A& a, const R&... r) {
     if constexpr (sizeof...(R) == 0) return a;
     else return concat<0>(a, r...);
 }
+// A piece of loop node n's gradient (n's adjoint is g) that build() makes,
+// built once per loop and adjoint while a gradient is built (kept by the
+// builder: autodiff::rule_memo), so the adjoints of the loop's children share it.
+template <class N, class G, class F>
+const auto& kept_piece(const N& n, const G& g, F build) {
+    using E = decltype(build());
+    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(), build);
+}
+// Step r of scan node n recomputed: the stand-ins for the carry entering it
+// (c) and its row (x), and the step function applied to them (y).
+template <class N, class R>
+auto recomputed_step(const N& n, const R& r) {
+    using D = device_t<N>;
+    const literal<std::int32_t, 0, 1, D> zero;
+    const literal<std::int32_t, 1, 1, D> one;
+    const auto& init = n.template child<0>().template child<0>();
+    const auto carry = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
+    const auto row = identity(stop_gradient(gather(n.template child<4>(), r)));
+    const auto out = n.template child<5>().data->fn(carry, row);
+    struct step {
+        decltype(carry) c;
+        decltype(row) x;
+        decltype(out) y;
+    };
+    return step{carry, row, out};
+}
 // What every adjoint of scan node n reads (n's adjoint is g): g broadcast to
 // n's extents (gy), the trip count (len) and a zero carry (zc), built once
 // per scan and adjoint while a gradient is built (kept by the builder:
@@ -476,12 +504,6 @@ auto build_scan_parts(const N& n, const G& g) {
     const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
     return std::tuple<decltype(gy), decltype(len), decltype(zc)>(gy, len, zc);
 }
-template <class N, class G>
-const auto& scan_parts(const N& n, const G& g) {
-    using E = decltype(build_scan_parts(n, g));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_scan_parts(n, g); });
-}
 // The adjoints of scan node n's carries, from the last step back: row s is
 // that of the carry entering step T-1-s. Each step is a fresh copy of the
 // step function, applied to the stacked carry and row of that step and
@@ -491,32 +513,16 @@ const auto& scan_parts(const N& n, const G& g) {
 // child are of one type.
 template <class N, class P>
 auto build_scan_back(const N& n, const P& parts) {
-    const auto& init = n.template child<0>().template child<0>();
-    const auto& elems = n.template child<4>();
-    const auto& fn = n.template child<5>().data->fn;
-    using Fn = std::remove_cvref_t<decltype(fn)>;
-    using D = device_t<N>;
-    using i32 = std::int32_t;
-    const literal<i32, 0, 1, D> zero;
-    const literal<i32, 1, 1, D> one;
+    using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+    const literal<std::int32_t, 1, 1, device_t<N>> one;
     const auto& [gy, len, zc] = parts;
     return let([&] {
-        return indexed_scan<scan_grad_tag<Fn, 0>>(elems, zc, [&](const auto& a, const auto& s) {
+        return indexed_scan<scan_grad_tag<Fn, 0>>(n.template child<4>(), zc, [&](const auto& a, const auto& s) {
             const auto r = len - one - s;
-            const auto c = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
-            const auto y = fn(c, identity(stop_gradient(gather(elems, r))));
-            return seeded_grad(y, gather(gy, r) + a, c);
+            const auto st = recomputed_step(n, r);
+            return seeded_grad(st.y, gather(gy, r) + a, st.c);
         });
     });
-}
-// build_scan_back, built once per scan and adjoint while a gradient is built
-// (autodiff::rule_memo), so the adjoints of the scan's children share one
-// reverse scan.
-template <class N, class G, class P>
-const auto& scan_back(const N& n, const G& g, const P& parts) {
-    using E = decltype(build_scan_back(n, parts));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_scan_back(n, parts); });
 }
 // One reverse loop over the steps, from the last, whose carry is [each
 // leaf's adjoint so far, flattened..., the carry's adjoint]: each step
@@ -525,17 +531,12 @@ const auto& scan_back(const N& n, const G& g, const P& parts) {
 // stacked: only its final value is read. Returns that final carry.
 template <class N, class P>
 auto build_scan_joint(const N& n, const P& parts) {
-    const auto& init = n.template child<0>().template child<0>();
-    const auto& elems = n.template child<4>();
-    const auto& fn = n.template child<5>().data->fn;
-    using Fn = std::remove_cvref_t<decltype(fn)>;
+    using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
     using D = device_t<N>;
     using C = value_type_t<N>;
-    using i32 = std::int32_t;
     using L = loop_leaves<N>;
     constexpr index_t off_c = L::template offset<L::count>;
-    const literal<i32, 0, 1, D> zero;
-    const literal<i32, 1, 1, D> one;
+    const literal<std::int32_t, 1, 1, D> one;
     const auto& [gy, len, zc] = parts;
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
         const auto start =
@@ -543,22 +544,15 @@ auto build_scan_joint(const N& n, const P& parts) {
         return let([&] {
             return indexed_loop<scan_grad_tag<Fn, 3>>(len, start, [&](const auto& v, const auto& s) {
                 const auto r = len - one - s;
-                const auto c = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
-                const auto y = fn(c, identity(stop_gradient(gather(elems, r))));
-                const auto seed = gather(gy, r) + reshape_like(slice<off_c>(v, sizes<-1>), c);
-                autodiff::builder<std::remove_cvref_t<decltype(y)>, std::remove_cvref_t<decltype(seed)>> grads(y, seed);
+                const auto st = recomputed_step(n, r);
+                const auto seed = gather(gy, r) + reshape_like(slice<off_c>(v, sizes<-1>), st.c);
+                autodiff::builder<std::remove_cvref_t<decltype(st.y)>, std::remove_cvref_t<decltype(seed)>> grads(st.y, seed);
                 return joint_concat(slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
                                         reshape<-1>(grads.of(n.template child<6 + K>()))...,
-                                    reshape<-1>(grads.of(c)));
+                                    reshape<-1>(grads.of(st.c)));
             });
         });
     }(std::make_index_sequence<L::count>{});
-}
-template <class N, class G, class P>
-const auto& scan_joint(const N& n, const G& g, const P& parts) {
-    using E = decltype(build_scan_joint(n, parts));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_scan_joint(n, parts); });
 }
 // The adjoint of child I of scan node n (n's adjoint is g): reverse-mode
 // through the iterations, recomputing each step from the stacked carries
@@ -578,13 +572,13 @@ auto scan_adjoint(const N& n, const G& g) {
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
     const literal<i32, 2, 1, D> two;
-    const auto& parts = scan_parts(n, g);
+    const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(n, g); });
     const auto& gy = std::get<0>(parts);  // [T, carry]
     const auto& len = std::get<1>(parts);
     const auto& zc = std::get<2>(parts);
     if constexpr (!rows && I != 4 && joint_ok<N>()) {
         using L = loop_leaves<N>;
-        const auto& joint = scan_joint(n, g, parts);
+        const auto& joint = kept_piece(n, g, [&] { return build_scan_joint(n, parts); });
         if constexpr (I == 0) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), init);
         } else {
@@ -592,10 +586,9 @@ auto scan_adjoint(const N& n, const G& g) {
             return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
         }
     } else {
-        const auto& back = scan_back(n, g, parts);
-        // the carry entering step t, and step t's row
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back(n, parts); });
+        // the carry entering step t
         const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
-        const auto row_at = [&](const auto& t) { return gather(elems, t); };
         if constexpr (I == 0) {
             return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
         } else if constexpr (rows) {
@@ -627,16 +620,14 @@ auto scan_adjoint(const N& n, const G& g) {
                 // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
                 const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
                 return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
-                    const auto x = identity(stop_gradient(row_at(t)));
-                    const auto y = fn(identity(stop_gradient(carry_at(t))), x);
-                    return seeded_grad(y, adj_at(t), x);
+                    const auto st = recomputed_step(n, t);
+                    return seeded_grad(st.y, adj_at(t), st.x);
                 });
             } else {
                 const auto& p = n.template child<I>();
                 const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
                 const auto steps = indexed_scan<scan_grad_tag<Fn, I>>(elems, zp, [&](const auto&, const auto& t) {
-                    const auto y = fn(identity(stop_gradient(carry_at(t))), identity(stop_gradient(row_at(t))));
-                    return seeded_grad(y, adj_at(t), p);
+                    return seeded_grad(recomputed_step(n, t).y, adj_at(t), p);
                 });
                 return sum<0>(steps);
             }
@@ -797,15 +788,6 @@ auto build_while_back(const N& n, const while_parts<N, G>& w) {
         });
     });
 }
-// build_while_back, built once per loop and adjoint while a gradient is
-// built (kept by the builder: autodiff::rule_memo), so the adjoints of the
-// loop's leaves share one reverse scan.
-template <class N, class G>
-const auto& while_back(const N& n, const G& g, const while_parts<N, G>& w) {
-    using E = decltype(build_while_back(n, w));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_while_back(n, w); });
-}
 // One reverse loop over the steps, from the last: its carry is
 // [each leaf's adjoint so far, flattened..., the variable's adjoint]. A step
 // that took the body recomputes it once, and one builder gives the body's
@@ -843,15 +825,6 @@ auto build_while_joint(const N& n, const while_parts<N, G>& w) {
         });
     }(std::make_index_sequence<L::count>{});
 }
-// build_while_joint, built once per loop and adjoint while a gradient is
-// built (kept by the builder: autodiff::rule_memo), so the adjoints of the
-// variable and of every leaf read one loop.
-template <class N, class G>
-const auto& while_joint(const N& n, const G& g, const while_parts<N, G>& w) {
-    using E = decltype(build_while_joint(n, w));
-    return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(),
-                                      [&] { return build_while_joint(n, w); });
-}
 // while_adjoint when the leaves cannot share one loop: a reverse scan
 // carries the variable's adjoint back through the steps that took the body
 // (their bodies recomputed from the stacked carries); a leaf's adjoint sums
@@ -860,7 +833,7 @@ template <std::size_t I, class N, class G>
 auto while_adjoint_per_leaf(const N& n, const G& g, const while_parts<N, G>& w) {
     using D = device_t<N>;
     using i32 = std::int32_t;
-    const auto& back = while_back(n, g, w);
+    const auto& back = kept_piece(n, g, [&] { return build_while_back(n, w); });
     if constexpr (I == 0) {
         return cond(w.len > w.i0, [&] { return gather(back, maximum(w.len - w.i1, w.i0)); }, [&] { return w.gx; });
     } else {
@@ -893,7 +866,7 @@ auto while_adjoint(const N& n, const G& g) {
     const while_parts<N, G> w(n, g);
     if constexpr (joint_ok<N>()) {
         using L = loop_leaves<N>;
-        const auto& joint = while_joint(n, g, w);
+        const auto& joint = kept_piece(n, g, [&] { return build_while_joint(n, w); });
         if constexpr (I == 0) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), w.x0);
         } else {
