@@ -278,3 +278,35 @@ TEST_CASE("cond on the reference device", "[control][cond][reference]") {
     CHECK(s.run(y, tf::feed(p, flag(true)), tf::feed(x, xb))[2] == 6.f);
     CHECK(s.run(y, tf::feed(p, flag(false)), tf::feed(x, xb))[2] == 2.f);
 }
+
+TEST_CASE("a cond keeps the leaves its gradient reaches: once each, in walk order", "[control][cond][grad]") {
+    tf::placeholder<"p", bool, tf::shape<>> p;
+    tf::variable<"a", double, tf::shape<2>> a{tf::init::constant{1.5}};
+    tf::variable<"b", double, tf::shape<2>> b{tf::init::constant{0.5}};
+    tf::variable<"c", double, tf::shape<2>> c{tf::init::zeros{}};
+    tf::variable<"k", std::int32_t, tf::shape<2>> k{tf::init::zeros{}};
+    // b twice; a grad entry (kept, and c below it not); c behind a stop_gradient; an integer variable
+    const auto entry = tf::identity(tf::stop_gradient(c * 2.0));
+    const auto then_e = b * a + b;
+    const auto else_e = entry + tf::stop_gradient(c) + tf::cast<double>(k) + a;
+    auto y = tf::cond(p, [&] { return then_e; }, [&] { return else_e; });
+    using V = std::remove_cvref_t<decltype(a)>;
+    using W = std::remove_cvref_t<decltype(b)>;
+    using E = std::remove_cvref_t<decltype(entry)>;
+    static_assert(std::is_same_v<typename decltype(y)::children_list,
+                                 tf::meta::list<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(then_e)>,
+                                                std::remove_cvref_t<decltype(else_e)>, W, V, E>>);
+    static_assert(std::is_same_v<tf::detail::cond_gradient_leaves_t<decltype(else_e)>, tf::meta::list<E, V>>);
+    static_assert(std::is_same_v<tf::detail::cond_gradient_leaves_t<decltype(c * 2.0)>,
+                                 tf::meta::list<std::remove_cvref_t<decltype(c)>>>);
+    // and the gradient reaches them: y = b * a + b when p, so dy/da = b, dy/db = a + 1
+    tf::session s;
+    auto [ga, gb] = s.run(tf::fetch(tf::grad(tf::sum(y), a), tf::grad(tf::sum(y), b)), tf::feed(p, flag(true)));
+    CHECK(ga[0] == 0.5);
+    CHECK(ga[1] == 0.5);
+    CHECK(gb[0] == 2.5);
+    CHECK(gb[1] == 2.5);
+    auto [fa, fb] = s.run(tf::fetch(tf::grad(tf::sum(y), a), tf::grad(tf::sum(y), b)), tf::feed(p, flag(false)));
+    CHECK(fa[0] == 1.0);
+    CHECK(fb[1] == 0.0);
+}

@@ -113,11 +113,11 @@ inline constexpr bool cond_leaf_v = [] {
     else if constexpr (!std::is_floating_point_v<value_type_t<T>>) return false;
     else return is_variable_v<T> || is_placeholder_v<T> || requires { T::expand_graph; };
 }();
-// The nodes a cond's gradient can reach below expressions Es...: a walk (each
-// distinct node once) that keeps a grad entry without going below it, and
-// does not go below any stop_gradient, through which nothing flows. (Below a
-// scan's grad entries lies the whole forward scan: the full node list of a
-// gradient step's cond is many times longer, and its leaves add nothing.)
+// The leaves a cond's gradient can reach below expressions Es...: where a
+// walk goes that keeps a grad entry without going below it, and does not go
+// below any stop_gradient, through which nothing flows. (Below a scan's grad
+// entries lies the whole forward scan: the full node list of a gradient
+// step's cond is many times longer, and its leaves add nothing.)
 template <class T>
 inline constexpr bool stops_gradient_v = false;
 template <class X>
@@ -128,50 +128,73 @@ inline constexpr bool stops_gradient_v<node<op::stop_gradient, X>> = true;
 // lie there, and read the loop's counter).
 template <class N>
 inline constexpr bool is_loop_node_v = requires { N::op::loop_kind; };
-template <class L>
-struct skip_loop_insides;
+template <class L, bool Loop>
+struct gradient_children_of {
+    using type = L;
+};
 template <class C0, class C1, class C2, class C3, class... Cs>
-struct skip_loop_insides<meta::list<C0, C1, C2, C3, Cs...>> {
+struct gradient_children_of<meta::list<C0, C1, C2, C3, Cs...>, true> {
     using type = meta::list<C0, Cs...>;
 };
 template <class N>
-using gradient_children_t =
-    typename std::conditional_t<is_loop_node_v<N>, skip_loop_insides<typename N::children_list>,
-                                std::type_identity<typename N::children_list>>::type;
-template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
-struct gradient_walk {
-    using type = Acc;
+using gradient_children_t = typename gradient_children_of<typename N::children_list, is_loop_node_v<N>>::type;
+// Where the walk keeps a node without going below it.
+template <class N>
+inline constexpr bool gradient_stops_v = N::is_leaf || is_grad_entry_v<N> || stops_gradient_v<N>;
+
+// A list of leaves without repeats, grown by a fold over references:
+// declared functions only, so no class (not even a std::conditional) holds a
+// partial list per step.
+template <class L>
+struct leaf_set {
+    using list = L;
 };
-template <class Acc, class Children>
-struct gradient_walk_children {
-    using type = Acc;
+template <class T>
+struct leaf_one;
+template <class... As, class B>
+    requires(__is_same(As, B) || ...)
+leaf_set<meta::list<As...>>& operator+(leaf_set<meta::list<As...>>&, leaf_one<B>&);
+template <class... As, class B>
+    requires(!(__is_same(As, B) || ...))
+leaf_set<meta::list<As..., B>>& operator+(leaf_set<meta::list<As...>>&, leaf_one<B>&);
+template <class... As, class... Bs>
+auto operator+(leaf_set<meta::list<As...>>& a, leaf_set<meta::list<Bs...>>&)
+    -> decltype((a + ... + std::declval<leaf_one<Bs>&>()));
+template <class... Ls>
+using leaf_union_t = typename std::remove_reference_t<decltype((std::declval<leaf_set<meta::list<>>&>() + ... +
+                                                                std::declval<Ls&>()))>::list;
+// The leaves below node N, in the order a depth-first walk first meets them:
+// one class per node type, memoised by the compiler and shared by every cond
+// whose branches hold N. A walk whose state is the list of nodes seen so far
+// makes a class per step that spells that list: with -g, GCC writes a name
+// for every class it instantiates, and those names were most of a -g build's
+// memory (a scan whose step holds a cond: 555 MB of names).
+template <class N, bool Stop = gradient_stops_v<N>>
+struct gradient_leaves {
+    using type = std::conditional_t<cond_leaf_v<N>, meta::list<N>, meta::list<>>;
 };
-template <class Acc, class C0, class... Cs>
-struct gradient_walk_children<Acc, meta::list<C0, Cs...>> {
-    using type = typename gradient_walk_children<typename gradient_walk<Acc, C0>::type, meta::list<Cs...>>::type;
+template <class L>
+struct gradient_leaves_of;
+template <class... Cs>
+struct gradient_leaves_of<meta::list<Cs...>> {
+    using type = leaf_union_t<leaf_set<typename gradient_leaves<Cs>::type>...>;
 };
-template <class Acc, class N>
-struct gradient_walk<Acc, N, false> {
-    using marked = typename graph::detail::append<Acc, N>::type;
-    using type = typename std::conditional_t<N::is_leaf || is_grad_entry_v<N> || stops_gradient_v<N>, std::type_identity<marked>,
-                                             gradient_walk_children<marked, gradient_children_t<N>>>::type;
+template <class N>
+struct gradient_leaves<N, false> {
+    using type = typename gradient_leaves_of<gradient_children_t<N>>::type;
 };
 template <class... Es>
-using gradient_nodes_t = typename gradient_walk_children<graph::detail::visited<>, meta::list<Es...>>::type::list;
+using cond_gradient_leaves_t = leaf_union_t<leaf_set<typename gradient_leaves<Es>::type>...>;
 
-template <class Acc, class... Ts>
-struct cond_leaves_of {
-    using type = Acc;
-};
-template <class... As, class T, class... Ts>
-struct cond_leaves_of<meta::list<As...>, T, Ts...> {
-    using type = typename cond_leaves_of<std::conditional_t<cond_leaf_v<T>, meta::list<As..., T>, meta::list<As...>>,
-                                         Ts...>::type;
-};
+// The nodes of list L that are cond leaves (cond_leaf_v), in order.
+template <class T>
+using cond_leaf_pick = leaf_set<std::conditional_t<cond_leaf_v<T>, meta::list<T>, meta::list<>>>;
 template <class L>
 struct cond_leaves;
 template <class... Ts>
-struct cond_leaves<meta::list<Ts...>> : cond_leaves_of<meta::list<>, Ts...> {};
+struct cond_leaves<meta::list<Ts...>> {
+    using type = leaf_union_t<cond_leaf_pick<Ts>...>;
+};
 
 // Finds one object of each leaf type Ls... below an expression: a walk over the
 // node objects that visits each distinct node once. With Gradient, the walk
@@ -265,7 +288,7 @@ decltype(auto) cond(const P& pred, Then then_fn, Else else_fn) {
     } else {
         const A a = then_fn();
         const B b = else_fn();
-        using L = typename detail::cond_leaves<detail::gradient_nodes_t<A, B>>::type;
+        using L = detail::cond_gradient_leaves_t<A, B>;
         return detail::make_cond(pred, a, b, L{});
     }
 }
