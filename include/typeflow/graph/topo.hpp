@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <typeflow/core/pod_vector.hpp>
 #include <typeflow/core/type_list.hpp>
@@ -27,15 +28,18 @@ struct visited_list<visited<Ts...>> {
     using type = meta::list<Ts...>;
 };
 // The set with N added, by a declared function in decltype (a qualified call:
-// no argument-dependent lookup through the nodes' types). A class per step,
-// as an append<visited<...>, N> was, is a name that spells every node
-// visited so far, and GCC builds a -g name for every class it instantiates;
-// a member alias of visited costs more memory still (tests/deep_chain, 160
-// tf::let steps, -O2: 758 MB with the alias, 697 MB with the class, 672 MB).
+// no argument-dependent lookup through the nodes' types), given references
+// from std::declval: a static_cast to a pointer type marks the type as used,
+// and -g then writes every visited<...> out (990 MB of names for
+// tests/test_loops_while_grad.cpp). A class per step, as an
+// append<visited<...>, N> was, is a name that spells every node visited so
+// far, and GCC builds a -g name for every class it instantiates; a member
+// alias of visited costs more memory still (tests/deep_chain, 160 tf::let
+// steps, -O2: 758 MB with the alias, 697 MB with the class, 677 MB).
 template <class... Ts, class N>
-visited<Ts..., N> append_fn(visited<Ts...>*, N*);
+visited<Ts..., N> append_fn(visited<Ts...>&, N&);
 template <class Acc, class N>
-using append_t = decltype(detail::append_fn(static_cast<Acc*>(nullptr), static_cast<N*>(nullptr)));
+using append_t = decltype(detail::append_fn(std::declval<Acc&>(), std::declval<N&>()));
 
 template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
 struct visit {
