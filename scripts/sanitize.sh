@@ -67,7 +67,7 @@ CORE_EXAMPLES="readme_training"
 ROTATING_UNITS=(loops_while_grad loops grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm loops_shared
                 grad_property_2 ops_reduce ops_gather ops_elementwise expr models recurrent reference_backend ops_pool
                 ops_conv ops_dropout_norm io_monitored grad_graph ops_matmul train control ops_shape concurrent lstm_kernel
-                queue_ops replay epilogue device_memory)
+                queue_ops replay epilogue device_memory loops_vars)
 ROTATING_EXAMPLES=(dot_graph tf_lecture readme_expr diabetes_regression iris_logistic readme_custom_loop tensor_api
                    custom_op readme_tour io_checkpoint)
 # Only in the full run: the CNN example alone costs 164 s of compiler time

@@ -36,3 +36,19 @@ typeflow_compile_fail(simple_rnn_units control_cases.cpp TF_FAIL_simple_rnn_unit
   "typeflow: layers::simple_rnn: the number of units must be positive")
 typeflow_compile_fail(while_in_while_grad control_cases.cpp TF_FAIL_while_in_while_grad
   "typeflow: grad: a tf::while_loop inside a tf::scan's step or a tf::while_loop's body has no gradient yet")
+typeflow_compile_fail(while_vars_dtype control_cases.cpp TF_FAIL_while_vars_dtype
+  "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype")
+typeflow_compile_fail(while_vars_dyn control_cases.cpp TF_FAIL_while_vars_dyn
+  "typeflow: while_loop/scan: the loop variables of a tuple need static shapes")
+typeflow_compile_fail(while_vars_arity control_cases.cpp TF_FAIL_while_vars_arity
+  "typeflow: while_loop/scan: with a tuple of loop variables, the function returns a std::tuple of their next values")
+typeflow_compile_fail(while_vars_shape control_cases.cpp TF_FAIL_while_vars_shape
+  "while_loop_body_changes_the_shape<${_s}<2, 3>, ${_s}<3, 2> >")
+typeflow_compile_fail(while_vars_body_dtype control_cases.cpp TF_FAIL_while_vars_body_dtype
+  "while_loop_body_changes_the_dtype<float, double>")
+typeflow_compile_fail(scan_vars_shape control_cases.cpp TF_FAIL_scan_vars_shape
+  "while_loop_body_changes_the_shape<${_s}<3>, ${_s}<> >")
+typeflow_compile_fail(map_fn_scalar control_cases.cpp TF_FAIL_map_fn_scalar
+  "map_fn_elems_have_no_leading_axis<${_s}<> >")
+typeflow_compile_fail(map_fn_dyn control_cases.cpp TF_FAIL_map_fn_dyn
+  "map_fn_result_needs_a_static_shape<${_s}<-1, 3> >")

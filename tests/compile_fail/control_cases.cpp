@@ -1,11 +1,12 @@
 // Compile-fail cases of tf::cond, tf::switch_case (autodiff/cond.hpp),
-// tf::while_loop and tf::scan (autodiff/loop.hpp):
+// tf::while_loop, tf::scan and tf::map_fn (autodiff/loop.hpp):
 // each TF_FAIL_<name> block is one misuse that must not compile; the first
 // error line names the problem and both shapes or dtypes (control_cases.cmake
 // beside this file). Without a define, everything here compiles: the
 // positive control.
 #include <typeflow/models.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <cstdint>
+#include <tuple>
 
 #include <typeflow/typeflow.hpp>
 
@@ -26,11 +27,18 @@ int main() {
     auto ok_switch = tf::switch_case(i, [&] { return x; }, [&] { return -x; });
     auto ok_while = tf::while_loop([](const auto& v) { return tf::sum(v) < 9.f; }, [](const auto& v) { return v * 2.f; }, x, 5);
     auto ok_scan = tf::scan([](const auto& a, const auto& r) { return a + r; }, xd, tf::sum<0>(x));
+    auto [ok_a, ok_b] = tf::while_loop([](const auto& a, const auto&) { return tf::sum(a) < 9.f; },
+                                       [](const auto& a, const auto& b) { return std::make_tuple(a + b, b); },
+                                       std::make_tuple(x, x * 2.f), 5);
+    auto [ok_sa, ok_sb] = tf::scan([](const auto& a, const auto& b, const auto& r) { return std::make_tuple(a + r, b * r); },
+                                   xd, std::make_tuple(tf::sum<0>(x), tf::sum<0>(x)));
+    auto ok_map = tf::map_fn([](const auto& r) { return tf::sum(r); }, xd);
     tf::placeholder<"seq", float, tf::shape<tf::dyn, 5, 3>> seq;
     tf::layers::layer<"ok_rnn", tf::layers::lstm<3>> ok_rnn;
     auto ok_lstm = ok_rnn(seq, tf::inference);
     (void)ok_lstm;
     (void)ok_cond, (void)ok_dyn, (void)ok_switch, (void)ok_while, (void)ok_scan;
+    (void)ok_a, (void)ok_b, (void)ok_sa, (void)ok_sb, (void)ok_map;
 
 #ifdef TF_FAIL_cond_shapes
     auto bad = tf::cond(p, [&] { return x; }, [&] { return tf::transpose(x); });
@@ -110,6 +118,46 @@ int main() {
                                  },
                                  wv * 1.f, 3);
     auto bad = tf::grad(tf::sum(nested), wv);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_vars_dtype
+    auto [bad_a, bad_b] = tf::while_loop([](const auto&, const auto&) { return tf::literal<bool, 1>{}; },
+                                         [](const auto& a, const auto& b) { return std::make_tuple(a, b); },
+                                         std::make_tuple(x, xx), 5);
+#endif
+#ifdef TF_FAIL_while_vars_dyn
+    auto [bad_a, bad_b] = tf::while_loop([](const auto&, const auto&) { return tf::literal<bool, 1>{}; },
+                                         [](const auto& a, const auto& b) { return std::make_tuple(a, b); },
+                                         std::make_tuple(x, xd), 5);
+#endif
+#ifdef TF_FAIL_while_vars_arity
+    auto bad = tf::while_loop([](const auto&, const auto&) { return tf::literal<bool, 1>{}; },
+                              [](const auto& a, const auto&) { return a; }, std::make_tuple(x, x), 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_vars_shape
+    auto bad = tf::while_loop([](const auto&, const auto&) { return tf::literal<bool, 1>{}; },
+                              [](const auto& a, const auto& b) { return std::make_tuple(a, tf::transpose(b)); },
+                              std::make_tuple(x, x), 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_while_vars_body_dtype
+    auto bad = tf::while_loop([](const auto&, const auto&) { return tf::literal<bool, 1>{}; },
+                              [](const auto& a, const auto& b) { return std::make_tuple(tf::cast<double>(a), b); },
+                              std::make_tuple(x, x), 5);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_scan_vars_shape
+    auto bad = tf::scan([](const auto& a, const auto& b, const auto& r) { return std::make_tuple(a + r, tf::sum(b)); },
+                        xd, std::make_tuple(tf::sum<0>(x), tf::sum<0>(x)));
+    (void)bad;
+#endif
+#ifdef TF_FAIL_map_fn_scalar
+    auto bad = tf::map_fn([](const auto& r) { return r; }, pf);
+    (void)bad;
+#endif
+#ifdef TF_FAIL_map_fn_dyn
+    auto bad = tf::map_fn([&](const auto& r) { return xd * tf::sum(r); }, x);
     (void)bad;
 #endif
     return 0;

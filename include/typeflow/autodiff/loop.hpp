@@ -1,5 +1,6 @@
-// typeflow/autodiff/loop.hpp — loops: tf::while_loop and tf::scan.
+// typeflow/autodiff/loop.hpp — loops: tf::while_loop, tf::scan and tf::map_fn.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -33,6 +34,12 @@ template <class ConditionType, class ConditionShape>
 struct while_loop_condition_is_not_a_scalar_bool;
 template <class ElemsShape>
 struct scan_elems_have_no_leading_axis;
+template <class ElemsShape>
+struct map_fn_elems_have_no_leading_axis;
+template <class ResultShape>
+struct map_fn_result_needs_a_static_shape;
+template <std::size_t Variables>
+struct loop_function_returns_no_tuple_of_its_variables;
 }  // namespace typeflow::diagnostic
 
 namespace typeflow {
@@ -176,6 +183,7 @@ struct while_fn : detail::leaf_base {
         std::int64_t maximum_iterations = 0;
         mutable std::mutex m;
         mutable std::shared_ptr<void> forward;  // the gradient's forward graph (detail::while_forward)
+        mutable const void* forward_scan = nullptr;  // the identity of its scan
         const bool* data() const noexcept { return &flag; }
     };
     using value_type = bool;
@@ -184,6 +192,12 @@ struct while_fn : detail::leaf_base {
     static constexpr bool pure = false;
     std::shared_ptr<const box> data;
     const void* identity() const noexcept { return data.get(); }
+    /// The scan a gradient recomputes the loop with, once built: a plan that
+    /// runs both has the loop write the scan's rows (the loop runs once).
+    const void* linked_node() const {
+        std::lock_guard<std::mutex> lock(data->m);
+        return data->forward_scan;
+    }
 };
 
 /// 0, 1, ..., n - 1 as an int32 tensor [n], n known at run time (what a while
@@ -288,8 +302,8 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
         const node<op::loop_counter<Tag, D, false>> i(detail::children_tag{});
         decltype(auto) b = detail::call_loop_fn(body_fn, i, v);
         decltype(auto) c = detail::call_loop_fn(cond_fn, i, v);
-        if constexpr (detail::is_misuse_v<std::remove_cvref_t<decltype(b)>> ||
-                      detail::is_misuse_v<std::remove_cvref_t<decltype(c)>>) {
+        if constexpr (detail::is_misuse_v<std::remove_reference_t<decltype(b)>> ||
+                      detail::is_misuse_v<std::remove_reference_t<decltype(c)>>) {
             return detail::make_loop<false>(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations});
         } else {
             // the leaves the body and the condition read themselves (not through the variable)
@@ -387,6 +401,244 @@ decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
 }
 }  // namespace detail
 
+namespace detail {
+// The flat concatenation of its operands (one operand: itself).
+template <class A, class... R>
+auto joint_concat(const A& a, const R&... r) {
+    if constexpr (sizeof...(R) == 0) return a;
+    else return concat<0>(a, r...);
+}
+// reshape<D...>(x) for S = shape<D...> (static extents).
+template <class S>
+struct reshape_to;
+template <index_t... D>
+struct reshape_to<shape<D...>> {
+    template <class X>
+    static decltype(auto) of(const X& x) {
+        return reshape<D...>(x);
+    }
+    // x [n, prod(D...)] as [n, D...]
+    template <class X>
+    static decltype(auto) rows_of(const X& x) {
+        return reshape<-1, D...>(x);
+    }
+};
+template <class T>
+inline constexpr bool is_std_tuple_v = false;
+template <class... T>
+inline constexpr bool is_std_tuple_v<std::tuple<T...>> = true;
+template <class T, std::size_t N>
+inline constexpr bool tuple_of_size_v = false;
+template <class... T, std::size_t N>
+inline constexpr bool tuple_of_size_v<std::tuple<T...>, N> = sizeof...(T) == N;
+// Several loop variables (or scan carries) as one flat vector: their
+// elements in order, each with a static shape and one dtype. A loop over the
+// flat vector is a loop over all of them, and its gradient the gradient of
+// each.
+template <class... V>
+struct loop_vars_layout {
+    static constexpr std::size_t count = sizeof...(V);
+    static constexpr std::array<index_t, sizeof...(V)> numel{shape_t<V>::numel...};
+    template <std::size_t K>
+    static constexpr index_t offset = [] {
+        index_t o = 0;
+        for (std::size_t k = 0; k < K; ++k) o += numel[k];
+        return o;
+    }();
+    template <std::size_t K>
+    using at = meta::at_t<K, V...>;
+    // variable K of a flat carry
+    template <std::size_t K, class X>
+    static decltype(auto) unpack(const X& flat) {
+        return reshape_to<shape_t<at<K>>>::of(slice<offset<K>>(flat, sizes<numel[K]>));
+    }
+    // variable K of stacked flat carries [n, total]: [n, its extents...]
+    template <std::size_t K, class X>
+    static decltype(auto) unpack_rows(const X& flat) {
+        return reshape_to<shape_t<at<K>>>::rows_of(slice<0, offset<K>>(flat, sizes<-1, numel[K]>));
+    }
+    template <class X>
+    static auto unpack_all(const X& flat) {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+            return std::make_tuple(unpack<K>(flat)...);
+        }(std::make_index_sequence<count>{});
+    }
+    template <class X>
+    static auto unpack_all_rows(const X& flat) {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+            return std::make_tuple(unpack_rows<K>(flat)...);
+        }(std::make_index_sequence<count>{});
+    }
+    // the values of a tuple (one per variable) as one flat vector, or the
+    // first misuse: a value of another dtype or shape than its variable's
+    // (the loop's own diagnostics, as for one variable)
+    template <class R>
+    static decltype(auto) pack(const R& r) {
+        if constexpr (is_misuse_v<R>) {
+            return r;
+        } else {
+            static_assert(tuple_of_size_v<R, count>,
+                          "typeflow: while_loop/scan: with a tuple of loop variables, the function returns a std::tuple "
+                          "of their next values, one per variable");
+            if constexpr (tuple_of_size_v<R, count>) return pack_checked(r, std::make_index_sequence<count>{});
+            else return misuse<diagnostic::loop_function_returns_no_tuple_of_its_variables<count>>();
+        }
+    }
+    template <class R, std::size_t... K>
+    static decltype(auto) pack_checked(const R& r, std::index_sequence<K...>) {
+        using E = std::tuple<std::remove_cvref_t<std::tuple_element_t<K, R>>...>;
+        constexpr std::array<bool, count> dtype_ok{
+            std::is_same_v<value_type_t<at<K>>, value_type_t<std::tuple_element_t<K, E>>>...};
+        constexpr std::array<bool, count> shape_ok{fits(shape_t<at<K>>::value, shape_t<std::tuple_element_t<K, E>>::value)...};
+        constexpr std::size_t bad_dtype = first_false(dtype_ok), bad_shape = first_false(shape_ok);
+        if constexpr (bad_dtype < count) {
+            return misuse<diagnostic::while_loop_body_changes_the_dtype<value_type_t<at<bad_dtype>>,
+                                                                       value_type_t<std::tuple_element_t<bad_dtype, E>>>>();
+        } else if constexpr (bad_shape < count) {
+            return misuse<diagnostic::while_loop_body_changes_the_shape<shape_t<at<bad_shape>>,
+                                                                       shape_t<std::tuple_element_t<bad_shape, E>>>>();
+        } else {
+            return joint_concat(reshape<-1>(std::get<K>(r))...);
+        }
+    }
+    // a value of extents b can be variable of extents v: same rank, and equal where both are static
+    static constexpr bool fits(const dims& v, const dims& b) {
+        if (v.rank != b.rank) return false;
+        for (std::size_t i = 0; i < v.rank; ++i)
+            if (v.d[i] != dyn && b.d[i] != dyn && v.d[i] != b.d[i]) return false;
+        return true;
+    }
+    template <std::size_t N>
+    static constexpr std::size_t first_false(const std::array<bool, N>& a) {
+        for (std::size_t k = 0; k < N; ++k)
+            if (!a[k]) return k;
+        return N;
+    }
+};
+// What a tuple of loop variables must be: expressions of one dtype with static shapes.
+template <class V0 = void, class... V>
+inline constexpr bool loop_vars_one_dtype = (std::is_same_v<value_type_t<V0>, value_type_t<V>> && ...);
+template <>
+inline constexpr bool loop_vars_one_dtype<void> = true;
+template <class... V>
+inline constexpr bool loop_vars_static = (shape_t<V>::is_static && ...);
+// f(i, vars...) or f(vars...), the variables unpacked from a flat carry
+template <class Lay, class F, class I, class X>
+decltype(auto) call_vars_fn(F& f, const I& i, const X& flat) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) -> decltype(auto) {
+        if constexpr (std::is_invocable_v<F&, const I&, decltype(Lay::template unpack<K>(flat))...>)
+            return f(i, Lay::template unpack<K>(flat)...);
+        else
+            return f(Lay::template unpack<K>(flat)...);
+    }(std::make_index_sequence<Lay::count>{});
+}
+}  // namespace detail
+
+/// tf::while_loop over several loop variables (TensorFlow's loop_vars):
+/// `init` is a std::tuple of expressions of one dtype with static shapes;
+/// `cond_fn(a, b, ...)` and `body_fn(a, b, ...)` take them (or the
+/// iteration first, `body_fn(i, a, b, ...)`), and the body returns a
+/// std::tuple of their next values, each of its variable's shape and dtype
+/// (a compile-time error names the first that is not). Returns a std::tuple
+/// of the final values; tf::grad differentiates through it as through one
+/// variable.
+///
+///     auto [x, v] = tf::while_loop([](const auto& x, const auto&) { return tf::sum(x) < 10.f; },
+///                                  [](const auto& x, const auto& v) { return std::make_tuple(x + v, v * 2.f); },
+///                                  std::make_tuple(x0, v0), 20);
+template <class CondFn, class BodyFn, operand... Init>
+decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const std::tuple<Init...>& init, std::int64_t maximum_iterations) {
+    if constexpr ((detail::is_misuse_v<Init> || ...)) {
+        return detail::first_misuse<Init...>();
+    } else if constexpr (sizeof...(Init) == 0 || !detail::loop_vars_one_dtype<Init...> || !detail::loop_vars_static<Init...>) {
+        static_assert(sizeof...(Init) > 0, "typeflow: while_loop/scan: a tuple of loop variables needs at least one");
+        static_assert(detail::loop_vars_one_dtype<Init...>,
+                      "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype (cast them, or "
+                      "use the loop's iteration argument for an integer counter)");
+        static_assert(detail::loop_vars_static<Init...>,
+                      "typeflow: while_loop/scan: the loop variables of a tuple need static shapes");
+        return init;
+    } else {
+        using Lay = detail::loop_vars_layout<Init...>;
+        const auto flat_init = std::apply([](const auto&... v) { return detail::joint_concat(reshape<-1>(v)...); }, init);
+        auto flat_cond = [cond_fn](const auto& i, const auto& v) -> decltype(auto) {
+            return detail::call_vars_fn<Lay>(cond_fn, i, v);
+        };
+        auto flat_body = [body_fn](const auto& i, const auto& v) -> decltype(auto) {
+            return Lay::pack(detail::call_vars_fn<Lay>(body_fn, i, v));
+        };
+        using R = decltype(while_loop(flat_cond, flat_body, flat_init, maximum_iterations));
+        if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) return while_loop(flat_cond, flat_body, flat_init, maximum_iterations);
+        else return Lay::unpack_all(while_loop(flat_cond, flat_body, flat_init, maximum_iterations));
+    }
+}
+
+/// tf::scan with several carries (TensorFlow's tf.scan with a tuple
+/// initializer): `init` is a std::tuple of expressions of one dtype with
+/// static shapes, `fn(a, b, ..., row)` takes the carries and a row of
+/// `elems` and returns a std::tuple of the next carries. Returns a std::tuple
+/// of the stacked carries, each [rows of elems, its extents...].
+///
+///     auto [sums, prods] = tf::scan([](const auto& s, const auto& p, const auto& x) { return std::make_tuple(s + x, p * x); },
+///                                   xs, std::make_tuple(s0, p0));
+template <operand Elems, class Fn, operand... Init>
+decltype(auto) scan(Fn fn, const Elems& elems, const std::tuple<Init...>& init) {
+    if constexpr (detail::is_misuse_v<Elems>) {
+        return elems;
+    } else if constexpr ((detail::is_misuse_v<Init> || ...)) {
+        return detail::first_misuse<Init...>();
+    } else if constexpr (sizeof...(Init) == 0 || !detail::loop_vars_one_dtype<Init...> || !detail::loop_vars_static<Init...>) {
+        static_assert(sizeof...(Init) > 0, "typeflow: while_loop/scan: a tuple of loop variables needs at least one");
+        static_assert(detail::loop_vars_one_dtype<Init...>,
+                      "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype (cast them, or "
+                      "use the loop's iteration argument for an integer counter)");
+        static_assert(detail::loop_vars_static<Init...>,
+                      "typeflow: while_loop/scan: the loop variables of a tuple need static shapes");
+        return init;
+    } else {
+        using Lay = detail::loop_vars_layout<Init...>;
+        const auto flat_init = std::apply([](const auto&... v) { return detail::joint_concat(reshape<-1>(v)...); }, init);
+        auto flat_fn = [fn](const auto& v, const auto& x) -> decltype(auto) {
+            return Lay::pack(
+                std::apply([&](const auto&... c) -> decltype(auto) { return fn(c..., x); }, Lay::unpack_all(v)));
+        };
+        using R = decltype(scan(flat_fn, elems, flat_init));
+        if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) return scan(flat_fn, elems, flat_init);
+        else return Lay::unpack_all_rows(scan(flat_fn, elems, flat_init));
+    }
+}
+
+/// Applies `fn` to every row of `elems` (its leading axis) and stacks the
+/// results (TensorFlow's tf.map_fn): result[i] = fn(elems[i]), of extent
+/// elems' on axis 0 (dyn allowed: one plan serves every length). fn's result
+/// needs a static shape; its dtype may differ from elems'. Built on
+/// tf::scan, so tf::grad differentiates through it.
+///
+///     // xs: [?, 3, 4]; norms: [?, 3], each row's norms
+///     auto norms = tf::map_fn([](const auto& x) { return tf::sqrt(tf::sum<1>(x * x)); }, xs);
+template <operand Elems, class Fn>
+decltype(auto) map_fn(Fn fn, const Elems& elems) {
+    if constexpr (detail::is_misuse_v<Elems>) {
+        return elems;
+    } else if constexpr (shape_t<Elems>::rank == 0) {
+        return detail::misuse<diagnostic::map_fn_elems_have_no_leading_axis<shape_t<Elems>>>();
+    } else {
+        using D = device_t<Elems>;
+        using Row = decltype(gather(elems, std::declval<const node<op::loop_counter<Fn, D, true>>&>()));
+        using Out = std::remove_cvref_t<decltype(fn(std::declval<const detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>&>()))>;
+        if constexpr (detail::is_misuse_v<Out>) {
+            return fn(detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>{});
+        } else if constexpr (!shape_t<Out>::is_static) {
+            return detail::misuse<diagnostic::map_fn_result_needs_a_static_shape<shape_t<Out>>>();
+        } else {
+            using T = value_type_t<Out>;
+            constant_tensor<T, shape_t<Out>, D> zero;
+            zero.data = std::make_shared<const tensor<T>>(shape_t<Out>::value);
+            return scan([fn](const auto&, const auto& x) -> decltype(auto) { return fn(x); }, elems, zero);
+        }
+    }
+}
+
 /// loop_var: the adjoint of the carried value's start goes to the initial value.
 template <class Tag, bool Pure>
 struct gradient<op::loop_var<Tag, Pure>> {
@@ -457,12 +709,6 @@ constexpr bool joint_ok() {
                         shape_t<typename loop_leaves<N>::template at<K>>::is_static) &&
                        ...);
            }(std::make_index_sequence<loop_leaves<N>::count>{});
-}
-// The flat concatenation of its operands (one operand: itself).
-template <class A, class... R>
-auto joint_concat(const A& a, const R&... r) {
-    if constexpr (sizeof...(R) == 0) return a;
-    else return concat<0>(a, r...);
 }
 // A piece of loop node n's gradient (n's adjoint is g) that build() makes,
 // built once per loop and adjoint while a gradient is built (kept by the
@@ -734,7 +980,11 @@ const auto& while_forward(const N& n) {
     using E = decltype(build_while_forward(n));
     const auto& box = *n.template child<5>().data;
     std::lock_guard<std::mutex> lock(box.m);
-    if (!box.forward) box.forward = std::make_shared<E>(build_while_forward(n));
+    if (!box.forward) {
+        auto f = std::make_shared<E>(build_while_forward(n));
+        box.forward_scan = f->first.template child<0>().identity();  // the scan below the let
+        box.forward = std::move(f);
+    }
     return *static_cast<const E*>(box.forward.get());
 }
 // What a while loop's adjoints read: the variable's adjoint after the loop

@@ -44,6 +44,7 @@ struct run_stats {
     std::size_t arena_bytes = 0;  // intermediate memory of the plan that ran
     std::size_t recordings = 0;   // device work recorded for replay (this session, in all)
     std::size_t replays = 0;      // runs whose device work was a replayed recording (this session, in all)
+    std::size_t recorded_loops = 0;  // while loops that wrote the rows of their gradient's scan (the scan did not run)
 };
 
 class plan_base {
@@ -149,6 +150,9 @@ struct node_desc {
     std::uint32_t writes_first = 0, writes_end = 0;
     // a tf::expr: the graph it hides and the object of that graph's root
     const subgraph* (*expand)(const void* obj, const void** root) = nullptr;
+    // leaves that name a node built elsewhere (a while loop's functions: the
+    // scan its gradient recomputes the loop with), its identity, or null
+    const void* (*linked)(const void* obj) = nullptr;
 };
 
 /// One feed of a run, type-erased.
@@ -414,6 +418,12 @@ private:
     array<std::uint32_t> cursor_;        // per context, in a run: the next of its instances to run
     array<std::size_t> estep_, elast_;   // per instance in a branch: the step it runs at, its last read
     array<std::uint8_t> ran_;            // per instance, in a run: computed
+    // A while loop and the scan its gradient recomputes it with (detail::while_forward), both at
+    // the top level, the loop first: the loop writes the scan's rows as it runs, and the scan
+    // does not run (run_loop). Per instance: its partner, or none (empty: no such pair).
+    array<std::uint32_t> loop_rec_;  // (named apart from rec_, the recordings of device work)
+    array<std::uint8_t> recorded_;  // per scan instance, in a run: its rows are written
+    void plan_recorded_scans();
     array<std::uint32_t> reset_first_;   // per instance: a loop's contexts (and those inside them) in reset_list_
     array<std::uint32_t> reset_list_;
     struct arena_block {  // from its memory space, zeroed
@@ -459,6 +469,10 @@ inline const void* node_identity(const void* obj) noexcept {
 inline void node_children(const void* obj, const void** out) noexcept {
     const typeflow::detail::node_state* s = static_cast<const typeflow::detail::node_handle*>(obj)->get();
     for (std::size_t j = 0; j < s->count; ++j) out[j] = s->slots()[j].bytes;
+}
+template <class T>
+const void* leaf_linked(const void* obj) {
+    return static_cast<const T*>(obj)->linked_node();
 }
 template <class T>
 const void* leaf_identity(const void* obj) {
@@ -823,6 +837,10 @@ struct leaf_desc {
         .expand = [] {
             if constexpr (erased) return &T::expand_graph;
             else return nullptr;
+        }(),
+        .linked = [] {
+            if constexpr (requires(const T& t) { t.linked_node(); }) return &leaf_linked<T>;
+            else return static_cast<const void* (*)(const void*)>(nullptr);
         }(),
     };
 };

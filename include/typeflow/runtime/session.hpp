@@ -135,6 +135,7 @@ private:
             current() = outer;
             std::lock_guard<std::mutex> lock(*s.m_);
             s.stats_.evaluations = stats.evaluations;
+            s.stats_.recorded_loops = stats.recorded_loops;
             s.stats_.arena_bytes = stats.arena_bytes;
             s.stats_.plans_built += stats.plans_built - start.plans_built;
             s.stats_.rebinds += stats.rebinds - start.rebinds;

@@ -188,6 +188,7 @@ TYPEFLOW_DECL void plan_core::finish() {
     }
     // conds: which instances run only in a branch, and when
     plan_branches();
+    if (has_conds_) plan_recorded_scans();
     // a shared instance lives until the last reader in any segment, and so does
     // what it aliases (a view's source, a forwarding kernel's child 0)
     for (bool grew = !shared_.empty(); grew;) {
@@ -528,6 +529,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     // 5. compute, in topological order (an instance in a branch runs in its cond's step), or replay
     // this work's recording
     stats.evaluations = 0;
+    stats.recorded_loops = 0;
     const bool locked = recordable_ && replay_ && !hook && replay_or_record(stats) ? false : compute_all(stats, hook);
     // 6. fetched leaves and views are copied out, and every fetch of a node in device memory
     for (const fetch& f : fetches_) {
@@ -575,6 +577,7 @@ TYPEFLOW_DECL_HOT bool plan_core::compute_all(run_stats& stats, const ready_hook
     if (has_conds_) {
         for (std::size_t x = 0; x + 1 < ctx_first_.size(); ++x) cursor_[x] = ctx_first_[x];
         for (std::uint8_t& r : ran_) r = 0;
+        for (std::uint8_t& r : recorded_) r = 0;
     }
     bool locked = false;  // locked updates wait for step 7
     for (std::size_t i = 0; i < n_; ++i) {
@@ -635,15 +638,40 @@ TYPEFLOW_DECL void plan_core::run_branch(std::uint32_t x, std::size_t limit, run
 TYPEFLOW_DECL void plan_core::run_loop(std::uint32_t k, run_stats& stats) {
     const instance& in = insts_[k];
     const node_desc& d = *desc_[in.node];
+    const std::uint32_t rec = loop_rec_.empty() ? none : loop_rec_[k];
+    if (d.loop == 2 && rec != none && recorded_[k]) {  // its while loop wrote its rows in this run
+        recorded_[k] = 0;
+        return;
+    }
     const std::uint32_t var = child_ref(in, 0), body = child_ref(in, 2), cnd = child_ref(in, 3), lim = child_ref(in, 4);
     auto* counter = static_cast<std::int32_t*>(const_cast<void*>(insts_[child_ref(in, 1)].ptr));
     void* state = const_cast<void*>(insts_[var].ptr);
     const std::size_t bytes = bytes_of(var);
     const std::int64_t trips = d.loop == 2 ? dims_[lim].d[0] : *static_cast<const std::int64_t*>(insts_[lim].ptr);
     const std::uint32_t xb = side_ctx_[2 * std::size_t{k}], xc = side_ctx_[2 * std::size_t{k} + 1];
+    // A while loop that records its gradient's scan (plan_recorded_scans): row t of the scan is
+    // [1, the variable after step t] for the steps taken, then [0, the final variable], as the
+    // scan's own steps would compute them.
+    std::byte* rows = nullptr;
+    const std::size_t elem = d.elem_size;
+    if (d.loop == 1 && rec != none && dims_[rec].rank == 2 && dims_[rec].d[0] == trips &&
+        static_cast<std::size_t>(dims_[rec].d[1]) * elem == bytes + elem)
+        rows = static_cast<std::byte*>(insts_[rec].buf);
+    const auto record = [&](std::int64_t t, bool taken) {
+        std::byte* row = rows + static_cast<std::size_t>(t) * (bytes + elem);
+        if (d.type == typeflow::dtype::float64) {
+            const double f = taken ? 1.0 : 0.0;
+            std::memcpy(row, &f, sizeof f);
+        } else {
+            const float f = taken ? 1.f : 0.f;
+            std::memcpy(row, &f, sizeof f);
+        }
+        if (bytes) std::memcpy(row + elem, state, bytes);
+    };
     // the variable starts from its initial value (two loops of one type may share their variable's node)
     if (bytes) std::memmove(state, insts_[child_ref(insts_[var], 0)].ptr, bytes);
-    for (std::int64_t t = 0; t < trips; ++t) {
+    std::int64_t t = 0;
+    for (; t < trips; ++t) {
         *counter = static_cast<std::int32_t>(t);
         for (std::uint32_t r = reset_first_[k]; r < reset_first_[k + 1]; ++r) cursor_[reset_list_[r]] = ctx_first_[reset_list_[r]];
         run_branch(xc, in.node, stats);
@@ -651,6 +679,36 @@ TYPEFLOW_DECL void plan_core::run_loop(std::uint32_t k, run_stats& stats) {
         run_branch(xb, in.node, stats);
         if (bytes) std::memmove(state, insts_[body].ptr, bytes);
         if (d.loop == 2 && bytes) std::memcpy(static_cast<std::byte*>(in.buf) + static_cast<std::size_t>(t) * bytes, state, bytes);
+        if (rows) record(t, true);
+    }
+    if (rows) {
+        for (; t < trips; ++t) record(t, false);
+        recorded_[rec] = 1;
+        ++stats.recorded_loops;
+    }
+}
+
+TYPEFLOW_DECL void plan_core::plan_recorded_scans() {
+    const std::size_t ni = insts_.size();
+    for (std::uint32_t w = 0; w < ni; ++w) {
+        const instance& in = insts_[w];
+        const node_desc& d = *desc_[in.node];
+        if (d.loop != 1 || d.children < 6 || ctx_[w] != 0) continue;
+        if (d.type != typeflow::dtype::float32 && d.type != typeflow::dtype::float64) continue;
+        const instance& fi = insts_[child_ref(in, 5)];  // the loop's functions (autodiff/loop.hpp, while_fn)
+        const node_desc& fd = *desc_[fi.node];
+        const void* sid = fd.linked ? fd.linked(fi.obj) : nullptr;
+        if (!sid) continue;
+        for (std::uint32_t q = 0; q < ni; ++q) {
+            const instance& sc = insts_[q];
+            const node_desc& sd = *desc_[sc.node];
+            // the scan, at the top level and after the loop, of its dtype, not fetched
+            if (sc.id != sid || sd.loop != 2 || ctx_[q] != 0 || sc.node <= in.node || sd.type != d.type ||
+                is_fetched_instance(sc.node, sc.id))
+                continue;
+            if (loop_rec_.empty()) loop_rec_.assign(ni, none), recorded_.assign(ni, 0);
+            if (loop_rec_[w] == none && loop_rec_[q] == none) loop_rec_[w] = q, loop_rec_[q] = w;
+        }
     }
 }
 
@@ -1051,6 +1109,8 @@ TYPEFLOW_DECL void plan_core::rebind() {
             // a bias gradient is written by its matmul, at the matmul's step
             if (epi_at_[k] != none && epis_[epi_at_[k]].on && epis_[epi_at_[k]].grad && epis_[epi_at_[k]].r == k)
                 first = std::min<std::size_t>(first, insts_[epis_[epi_at_[k]].m].node);
+            // a scan that its while loop records is written at the loop's step
+            if (!loop_rec_.empty() && loop_rec_[k] != none && desc_[i]->loop == 2) first = std::min<std::size_t>(first, insts_[loop_rec_[k]].node);
             reqs.push_back({bytes, first, flags_[i].assign ? n_ : branch ? elast_[k] : last_[i], 0});
             owner.push_back(k);
         }
