@@ -308,3 +308,36 @@ TEST_CASE("a while loop writes the scan its gradient recomputes it with: one for
     for (int e = 0; e < 4; ++e) CHECK(rcb[e] == Approx(ref.db[e]).epsilon(1e-10).margin(1e-12));
     for (int e = 0; e < 12; ++e) CHECK(rch[e] == Approx(ref.dh0[e]).epsilon(1e-10).margin(1e-12));
 }
+
+TEST_CASE("a scan's stacked carries are planned memory: the arena grows with the length, runs allocate nothing",
+          "[control][scan][grad][memory]") {
+    tf::placeholder<"xs", float, tf::shape<tf::dyn, 8, 16>> xs;
+    tf::variable<"W", float, tf::shape<16, 16>> W{tf::init::normal{0.0, 0.3, 111}};
+    tf::variable<"h0", float, tf::shape<8, 16>> h0{tf::init::zeros{}};
+    auto hs = tf::scan([&](const auto& h, const auto& x) { return tf::tanh(tf::matmul(h, W) + x); }, xs, h0);
+    auto y = tf::sum(hs * hs);
+    auto gW = tf::grad(y, W);
+    tf::session s;
+    constexpr std::size_t row = 8 * 16 * sizeof(float);  // one step's carry
+    std::size_t arena[3] = {};
+    const int lengths[3] = {10, 20, 40};
+    for (int k = 0; k < 3; ++k) {
+        tf::tensor<float> xb({lengths[k], 8, 16});
+        for (tf::index_t i = 0; i < xb.size(); ++i) xb[i] = std::sin(0.01f * static_cast<float>(i));
+        s.run(tf::fetch(y, gW), tf::feed(xs, xb));
+        arena[k] = s.stats().arena_bytes;
+        const std::size_t rebinds = s.stats().rebinds;
+        // the same length again: the plan and its arena as they are
+        s.run(tf::fetch(y, gW), tf::feed(xs, xb));
+        CHECK(s.stats().rebinds == rebinds);
+        CHECK(s.stats().arena_bytes == arena[k]);
+        INFO("length " << lengths[k] << ": arena " << arena[k] << " bytes");
+        // the forward scan's stacked carries at least (the gradient's reverse scan stacks as many)
+        CHECK(arena[k] >= static_cast<std::size_t>(lengths[k]) * row);
+    }
+    CHECK(s.stats().plans_built == 1);
+    // linear in the length: each added step adds the same bytes (to the page rounding of large buffers)
+    const double per_step_1 = static_cast<double>(arena[1] - arena[0]) / 10, per_step_2 = static_cast<double>(arena[2] - arena[1]) / 20;
+    CHECK(per_step_1 >= static_cast<double>(row));
+    CHECK(per_step_2 == Approx(per_step_1).epsilon(0.25));
+}
