@@ -457,6 +457,10 @@ struct loop_vars_layout {
     static decltype(auto) unpack_rows(const X& flat) {
         return reshape_to<shape_t<at<K>>>::rows_of(slice<0, offset<K>>(flat, sizes<-1, numel[K]>));
     }
+    // the initial values as one flat vector
+    static auto pack_init(const std::tuple<V...>& init) {
+        return std::apply([](const auto&... v) { return joint_concat(reshape<-1>(v)...); }, init);
+    }
     template <class X>
     static auto unpack_all(const X& flat) {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -522,6 +526,22 @@ template <>
 inline constexpr bool loop_vars_one_dtype<void> = true;
 template <class... V>
 inline constexpr bool loop_vars_static = (shape_t<V>::is_static && ...);
+// What a loop over the flat vector gives, unpacked (a misuse as it is).
+template <class R, class U>
+decltype(auto) unpack_flat(R&& r, U unpack) {
+    if constexpr (is_misuse_v<std::remove_reference_t<R>>) return std::forward<R>(r);
+    else return unpack(r);
+}
+// Checks a tuple of loop variables (a class: its assertions fire where it is named).
+template <class... V>
+struct loop_vars_check {
+    static_assert(sizeof...(V) > 0, "typeflow: while_loop/scan: a tuple of loop variables needs at least one");
+    static_assert(loop_vars_one_dtype<V...>,
+                  "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype (cast them, or "
+                  "use the loop's iteration argument for an integer counter)");
+    static_assert(loop_vars_static<V...>, "typeflow: while_loop/scan: the loop variables of a tuple need static shapes");
+    static constexpr bool ok = sizeof...(V) > 0 && loop_vars_one_dtype<V...> && loop_vars_static<V...>;
+};
 // f(i, vars...) or f(vars...), the variables unpacked from a flat carry
 template <class Lay, class F, class I, class X>
 decltype(auto) call_vars_fn(F& f, const I& i, const X& flat) {
@@ -550,26 +570,19 @@ template <class CondFn, class BodyFn, operand... Init>
 decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const std::tuple<Init...>& init, std::int64_t maximum_iterations) {
     if constexpr ((detail::is_misuse_v<Init> || ...)) {
         return detail::first_misuse<Init...>();
-    } else if constexpr (sizeof...(Init) == 0 || !detail::loop_vars_one_dtype<Init...> || !detail::loop_vars_static<Init...>) {
-        static_assert(sizeof...(Init) > 0, "typeflow: while_loop/scan: a tuple of loop variables needs at least one");
-        static_assert(detail::loop_vars_one_dtype<Init...>,
-                      "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype (cast them, or "
-                      "use the loop's iteration argument for an integer counter)");
-        static_assert(detail::loop_vars_static<Init...>,
-                      "typeflow: while_loop/scan: the loop variables of a tuple need static shapes");
-        return init;
+    } else if constexpr (!detail::loop_vars_check<Init...>::ok) {
+        return init;  // reported
     } else {
         using Lay = detail::loop_vars_layout<Init...>;
-        const auto flat_init = std::apply([](const auto&... v) { return detail::joint_concat(reshape<-1>(v)...); }, init);
+        const auto flat_init = Lay::pack_init(init);
         auto flat_cond = [cond_fn](const auto& i, const auto& v) -> decltype(auto) {
             return detail::call_vars_fn<Lay>(cond_fn, i, v);
         };
         auto flat_body = [body_fn](const auto& i, const auto& v) -> decltype(auto) {
             return Lay::pack(detail::call_vars_fn<Lay>(body_fn, i, v));
         };
-        using R = decltype(while_loop(flat_cond, flat_body, flat_init, maximum_iterations));
-        if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) return while_loop(flat_cond, flat_body, flat_init, maximum_iterations);
-        else return Lay::unpack_all(while_loop(flat_cond, flat_body, flat_init, maximum_iterations));
+        return detail::unpack_flat(while_loop(flat_cond, flat_body, flat_init, maximum_iterations),
+                                   [](const auto& f) { return Lay::unpack_all(f); });
     }
 }
 
@@ -587,24 +600,16 @@ decltype(auto) scan(Fn fn, const Elems& elems, const std::tuple<Init...>& init) 
         return elems;
     } else if constexpr ((detail::is_misuse_v<Init> || ...)) {
         return detail::first_misuse<Init...>();
-    } else if constexpr (sizeof...(Init) == 0 || !detail::loop_vars_one_dtype<Init...> || !detail::loop_vars_static<Init...>) {
-        static_assert(sizeof...(Init) > 0, "typeflow: while_loop/scan: a tuple of loop variables needs at least one");
-        static_assert(detail::loop_vars_one_dtype<Init...>,
-                      "typeflow: while_loop/scan: the loop variables of a tuple must share one dtype (cast them, or "
-                      "use the loop's iteration argument for an integer counter)");
-        static_assert(detail::loop_vars_static<Init...>,
-                      "typeflow: while_loop/scan: the loop variables of a tuple need static shapes");
-        return init;
+    } else if constexpr (!detail::loop_vars_check<Init...>::ok) {
+        return init;  // reported
     } else {
         using Lay = detail::loop_vars_layout<Init...>;
-        const auto flat_init = std::apply([](const auto&... v) { return detail::joint_concat(reshape<-1>(v)...); }, init);
+        const auto flat_init = Lay::pack_init(init);
         auto flat_fn = [fn](const auto& v, const auto& x) -> decltype(auto) {
             return Lay::pack(
                 std::apply([&](const auto&... c) -> decltype(auto) { return fn(c..., x); }, Lay::unpack_all(v)));
         };
-        using R = decltype(scan(flat_fn, elems, flat_init));
-        if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) return scan(flat_fn, elems, flat_init);
-        else return Lay::unpack_all_rows(scan(flat_fn, elems, flat_init));
+        return detail::unpack_flat(scan(flat_fn, elems, flat_init), [](const auto& f) { return Lay::unpack_all_rows(f); });
     }
 }
 
