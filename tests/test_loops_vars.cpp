@@ -265,7 +265,7 @@ TEST_CASE("a while loop writes the scan its gradient recomputes it with: one for
                             [&](const auto& v) { return tf::tanh(tf::matmul(v, W) + b) * 1.25; }, h0, 9);
     auto y = tf::sum(h * h);
     auto [gW, gb, gh] = tf::grad(y, W, b, h0);
-    recurrence_by_hand ref{3, 4, values_of(W), values_of(b), values_of(h0)};
+    recurrence_by_hand ref{3, 4, values_of(W), values_of(b), values_of(h0), {}, {}, {}};
     tf::session s;
     // trip counts 0 (the limit is below the start), some, and the maximum (9)
     for (const double lim : {0.0, 4.0, 9.0, 1e9}) {
