@@ -423,10 +423,6 @@ struct reshape_to<shape<D...>> {
         return reshape<-1, D...>(x);
     }
 };
-template <class T>
-inline constexpr bool is_std_tuple_v = false;
-template <class... T>
-inline constexpr bool is_std_tuple_v<std::tuple<T...>> = true;
 template <class T, std::size_t N>
 inline constexpr bool tuple_of_size_v = false;
 template <class... T, std::size_t N>

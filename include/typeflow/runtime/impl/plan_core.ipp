@@ -639,10 +639,7 @@ TYPEFLOW_DECL void plan_core::run_loop(std::uint32_t k, run_stats& stats) {
     const instance& in = insts_[k];
     const node_desc& d = *desc_[in.node];
     const std::uint32_t rec = loop_rec_.empty() ? none : loop_rec_[k];
-    if (d.loop == 2 && rec != none && recorded_[k]) {  // its while loop wrote its rows in this run
-        recorded_[k] = 0;
-        return;
-    }
+    if (d.loop == 2 && rec != none && recorded_[k]) return;  // its while loop wrote its rows in this run (compute_all resets)
     const std::uint32_t var = child_ref(in, 0), body = child_ref(in, 2), cnd = child_ref(in, 3), lim = child_ref(in, 4);
     auto* counter = static_cast<std::int32_t*>(const_cast<void*>(insts_[child_ref(in, 1)].ptr));
     void* state = const_cast<void*>(insts_[var].ptr);
