@@ -39,7 +39,7 @@ FEATURE_KEYS = {"description", "dependencies", "supports"}
 # "eigen3" is caught here instead of by `vcpkg install`.
 KNOWN_PORTS = {
     "eigen3", "zlib", "cereal", "rapidjson", "boost-asio", "boost-headers", "openssl",
-    "vcpkg-cmake", "vcpkg-cmake-config",
+    "vcpkg-cmake", "vcpkg-cmake-config", "cuda", "cudnn", "nccl",
 }
 # A tiny platform-expression grammar: identifiers, !, &, |, ',', parentheses.
 PLATFORM_EXPR = re.compile(r"^[\sa-z0-9_!&|,()-]+$")
