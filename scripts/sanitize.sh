@@ -16,13 +16,15 @@
 #    prefetch, queues, concurrent runs, checkpoint writers).
 #
 # `ci` fits the 45 minutes CI gives the whole of .ci/run on 2 cores: ASan+UBSan
-# over the distributed tests, the core unit files ($CORE_UNITS: tensors,
-# sessions, allocation, memory plans, threads, data, queues, checkpoints, summaries)
-# and the training example, plus one of $SLICES slices of the other unit
-# files and examples, by turns: slice (commit count mod $SLICES), or
-# $SANITIZE_SLICE.
-# Every $SLICES commits cover the whole suite (but fashion_mnist_cnn, which
-# only the full run builds); TSan runs whole.
+# over the core unit files ($CORE_UNITS: tensors, sessions, allocation, memory
+# plans, threads, data, queues, checkpoints, summaries) and the training
+# example, plus one of $SLICES slices of everything else, by turns: slice
+# (commit count mod $SLICES), or $SANITIZE_SLICE. The rest ($ROTATION: the
+# other unit files, the other examples and the distributed tests as one item)
+# is split into slices of about equal compile time, from the weights there:
+# the heaviest item first, each to the lightest slice so far
+# (`bash scripts/sanitize.sh slices` prints them). Every $SLICES commits cover
+# the whole suite; TSan runs whole on every commit.
 #
 # What is left out, and why:
 # - UBSan's null, alignment and vptr checks: they double the compile time of
@@ -60,48 +62,118 @@ SLICES=11
 
 CORE_UNITS="alloc|data|io_checkpoint|io_crash|io_summary|kernel_protocol|memory_plan|pod_vector|queue|session|tensor|threads"
 CORE_EXAMPLES="readme_training"
-# The other unit files, heaviest first (so that slice k, every SLICES-th from
-# k, weighs about the same), and the other examples, lightest first.
-# (Under ASan+UBSan the loop gradients were one file of 570 s of compiler time
-# against 50-110 s for the next heaviest; split in two, each heads a slice.)
-ROTATING_UNITS=(loops_while_grad loops grad_ops grad_property_0 grad_property_3 grad_property_1 ops_array layers_norm loops_shared
-                grad_property_2 ops_reduce ops_gather ops_elementwise expr models recurrent reference_backend ops_pool
-                ops_conv ops_dropout_norm io_monitored grad_graph ops_matmul train control ops_shape concurrent lstm_kernel
-                queue_ops replay epilogue device_memory loops_vars)
-ROTATING_EXAMPLES=(dot_graph tf_lecture readme_expr diabetes_regression iris_logistic readme_custom_loop tensor_api
-                   custom_op readme_tour io_checkpoint)
-# Only in the full run: the CNN example alone costs 164 s of compiler time
-# under ASan+UBSan (its kernels are the unit files' ops_conv and ops_pool).
-FULL_ONLY_EXAMPLES="fashion_mnist_cnn"
-ALL_EXAMPLES="$CORE_EXAMPLES|$(IFS='|'; echo "${ROTATING_EXAMPLES[*]}")|$FULL_ONLY_EXAMPLES"
+# What rotates, each with its weight: seconds of compiler time under
+# ASan+UBSan (-O1) on the machine of benchmarks/RESULTS.md, measured one file
+# at a time, two at once (2026-12-01); an `e` marks an estimate, the file's
+# time in the Release build times 2.3 (what the measured unit files took
+# under ASan+UBSan against it). A name is a unit file (tests/test_<name>.cpp),
+# ex:<name> an example (examples/<name>.cpp), and `dist` the distributed tests
+# (cmake/dist.cmake's test programs and their shared object). A new unit file
+# or example needs a line here (`lists` checks it).
+ROTATION="
+dist 360
+ops_array 194
+ex:fashion_mnist_cnn 164 e
+layers_norm 159 e
+ops_reduce 149
+loops 146
+grad_property_3 125
+loops_vars 120
+expr 117 e
+grad_property_0 115
+ops_elementwise 114
+loops_while_grad 112
+ops_pool 110 e
+grad_property_1 105
+grad_property_2 100
+loops_shared 99
+grad_ops 86
+ops_gather 84
+reference_backend 76 e
+device_memory 74 e
+recurrent 71 e
+lstm_kernel 71 e
+ex:ticket_ranker 64 e
+models 62 e
+ops_conv 62 e
+ops_dropout_norm 58 e
+ops_matmul 53
+control 53 e
+io_monitored 39 e
+grad_graph 37 e
+train 37 e
+epilogue 37 e
+ex:io_checkpoint 36
+ex:readme_custom_loop 36
+queue_ops 35 e
+ex:diabetes_regression 33
+ops_shape 30 e
+concurrent 30 e
+ex:iris_logistic 27
+replay 25 e
+ex:tensor_api 18
+ex:custom_op 12
+ex:readme_tour 12
+ex:readme_expr 11
+ex:dot_graph 10
+ex:tf_lecture 10
+"
+# The slice of each item: "<name> <slice>" lines (longest processing time
+# first: heaviest first, each to the lightest slice so far; ties to the
+# lower slice and the name).
+slices() {
+    awk 'NF >= 2 { print $1, $2 }' <<< "$ROTATION" | sort -k2,2nr -k1,1 | awk -v n="$SLICES" '{
+        best = 0
+        for (i = 1; i < n; i++) if (load[i] < load[best]) best = i
+        load[best] += $2; print $1, best, $2 }'
+}
+ALL_EXAMPLES="$CORE_EXAMPLES$(awk '$1 ~ /^ex:/ { sub(/^ex:/, "", $1); printf "|%s", $1 }' <<< "$ROTATION")"
 
-# `lists`: every unit file is in CORE_UNITS or ROTATING_UNITS (a CTest test runs this)
+if [[ "$what" == slices ]]; then
+    slices | awk '{ items[$2] = items[$2] " " $1; load[$2] += $3 }
+        END { for (k = 0; k in load; k++) printf "slice %d: %d s:%s\n", k, load[k], items[k] }'
+    exit 0
+fi
+
+# `lists`: every unit file and example is in the core lists or in ROTATION
+# (a CTest test runs this)
 if [[ "$what" == lists ]]; then
     missing=0
-    for f in tests/test_*.cpp; do
-        u="${f#tests/test_}"
+    for f in tests/test_*.cpp examples/*.cpp; do
+        u="${f##*/}"
+        u="${u#test_}"
         u="${u%.cpp}"
-        if ! [[ "|$CORE_UNITS|" == *"|$u|"* || " ${ROTATING_UNITS[*]} " == *" $u "* ]]; then
-            echo "scripts/sanitize.sh: $f is in neither CORE_UNITS nor ROTATING_UNITS: the sanitizers never build it" >&2
+        core="$CORE_UNITS" item="$u"
+        if [[ $f == examples/* ]]; then core="$CORE_EXAMPLES" item="ex:$u"; fi
+        if ! [[ "|$core|" == *"|$u|"* ]] && ! awk -v i="$item" '$1 == i { found = 1 } END { exit !found }' <<< "$ROTATION"; then
+            echo "scripts/sanitize.sh: $f is in neither the core lists nor ROTATION: the sanitizers never build it" >&2
             missing=1
         fi
     done
     exit $missing
 fi
 
+ASAN_DIST=1
 if [[ "$what" == ci ]]; then
     if [[ -z "${SANITIZE_SLICE:-}" ]]; then
         n="$(git rev-list --count HEAD 2>/dev/null || date +%j)"
         SANITIZE_SLICE=$((10#$n % SLICES))
     fi
-    units="$CORE_UNITS" examples="$CORE_EXAMPLES"
-    for ((i = SANITIZE_SLICE; i < ${#ROTATING_UNITS[@]}; i += SLICES)); do units+="|${ROTATING_UNITS[$i]}"; done
-    for ((i = SANITIZE_SLICE; i < ${#ROTATING_EXAMPLES[@]}; i += SLICES)); do examples+="|${ROTATING_EXAMPLES[$i]}"; done
+    units="$CORE_UNITS" examples="$CORE_EXAMPLES" ASAN_DIST=0
+    while read -r item k _; do
+        [[ $k == "$SANITIZE_SLICE" ]] || continue
+        case $item in
+            dist) ASAN_DIST=1 ;;
+            ex:*) examples+="|${item#ex:}" ;;
+            *) units+="|$item" ;;
+        esac
+    done < <(slices)
     ASAN_UNITS="test_($units)\\.cpp"
     ASAN_EXAMPLES="$examples"
     echo "== sanitize ci: slice $SANITIZE_SLICE of $SLICES (SANITIZE_SLICE=k picks another)"
     echo "   ASan+UBSan unit files: $units"
     echo "   ASan+UBSan examples:   $examples"
+    echo "   ASan+UBSan distributed tests: $( ((ASAN_DIST)) && echo yes || echo "no (TSan runs them)")"
 fi
 ASAN_UNITS="${ASAN_UNITS:-test_.*\\.cpp}"
 ASAN_EXAMPLES="${ASAN_EXAMPLES:-$ALL_EXAMPLES}"
@@ -112,8 +184,8 @@ bash scripts/deps.sh
 supp="$PWD/tests/fuzz/ubsan.supp"
 start=$SECONDS
 
-run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <examples regex|""> <ctest label regex> <ctest name regex>
-    local dir="$1" flags="$2" catch_opts="$3" units="$4" examples="$5" labels="$6" names="$7"
+run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <examples regex|""> <ctest label regex> <ctest name regex> <dist: 1|0>
+    local dir="$1" flags="$2" catch_opts="$3" units="$4" examples="$5" labels="$6" names="$7" dist="$8"
     local generator=()
     [ -f "$dir/CMakeCache.txt" ] || generator=(-G Ninja)
     cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -136,9 +208,14 @@ run_build() {  # run_build <dir> <flags> <catch main options> <units regex> <exa
     fi
     # the distributed layer's executables (cmake/dist.cmake: dist_* and the
     # launcher its tests start); Ninja's `help` does not list them all
-    while read -r t; do targets+=("$t"); done < <(ninja -C "$dir" -t targets all |
-        sed -n 's/^\(dist_[a-z0-9_]*\|typeflow-launch\): CXX_EXECUTABLE_LINKER.*/\1/p' |
-        grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ -e fashion_mnist -e recovery -e "$skip_exe")
+    # (not built, and their tests not run, where this slice leaves them out)
+    if ((dist)); then
+        while read -r t; do targets+=("$t"); done < <(ninja -C "$dir" -t targets all |
+            sed -n 's/^\(dist_[a-z0-9_]*\|typeflow-launch\): CXX_EXECUTABLE_LINKER.*/\1/p' |
+            grep -v -e fuzz -e bench -e separate -e least_squares -e iris_ -e fashion_mnist -e recovery -e "$skip_exe")
+    else
+        skip_test='|^dist\.'
+    fi
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
     echo "== sanitize: $dir built after $((SECONDS - start)) s"
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" -L "$labels" -R "$names" \
@@ -153,7 +230,7 @@ if [[ "$what" == all || "$what" == asan || "$what" == ci ]]; then
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:allocator_may_return_null=1"
     export UBSAN_OPTIONS="suppressions=$supp:halt_on_error=1:print_stacktrace=1"
     run_build build-asan "-fsanitize=address,undefined -fno-sanitize=null,alignment,vptr -fno-sanitize-recover=undefined -fsanitize-recover=pointer-overflow -fno-omit-frame-pointer" \
-        "-fno-sanitize=all" "$ASAN_UNITS" "$ASAN_EXAMPLES" "unit|example|dist" "^(unit\\.|dist\\.|example\\.(${ASAN_EXAMPLES})$)"
+        "-fno-sanitize=all" "$ASAN_UNITS" "$ASAN_EXAMPLES" "unit|example|dist" "^(unit\\.|dist\\.|example\\.(${ASAN_EXAMPLES})$)" "$ASAN_DIST"
     unset ASAN_OPTIONS UBSAN_OPTIONS
     echo "== sanitize: asan+ubsan done after $((SECONDS - start)) s"
 fi
@@ -161,7 +238,7 @@ if [[ "$what" == all || "$what" == tsan || "$what" == ci ]]; then
     echo "== sanitize: ThreadSanitizer"
     # allocator_may_return_null: as for ASan above (TSan's limit is 2^40 bytes too)
     export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1"
-    run_build build-tsan "-fsanitize=thread" "" "$TSAN_UNITS" "" "unit|dist" "^(unit\\.|dist\\.)"
+    run_build build-tsan "-fsanitize=thread" "" "$TSAN_UNITS" "" "unit|dist" "^(unit\\.|dist\\.)" 1
     unset TSAN_OPTIONS
     echo "== sanitize: tsan done after $((SECONDS - start)) s"
 fi
