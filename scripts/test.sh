@@ -25,6 +25,13 @@ cuda=()
 if [[ " $* " != *TYPEFLOW_ENABLE_CUDA* ]] && { command -v nvcc > /dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   cuda=(-DTYPEFLOW_ENABLE_CUDA=ON)
 fi
-cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "$@"
+# The benchmarks are compiled as a check only (their programs are
+# scripts/bench.sh's, in build-bench): -DTYPEFLOW_BENCHMARKS_CHECK_ONLY=OFF
+# builds them here too.
+check_only=()
+if [[ " $* " != *TYPEFLOW_BENCHMARKS_CHECK_ONLY* ]]; then
+  check_only=(-DTYPEFLOW_BENCHMARKS_CHECK_ONLY=ON)
+fi
+cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "${check_only[@]}" "$@"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j "$JOBS"
