@@ -28,11 +28,15 @@ find_package(Catch2 2 REQUIRED)
 
 set(_td ${TYPEFLOW_DIST_DIR}/tests/distributed)
 
-add_library(typeflow_dist_catch_main OBJECT ${_td}/catch_main.cpp)
-target_link_libraries(typeflow_dist_catch_main PUBLIC Catch2::Catch2)
-target_compile_features(typeflow_dist_catch_main PUBLIC cxx_std_20)
-set(TYPEFLOW_CATCH_MAIN_OPTIONS "" CACHE STRING "Extra compile options for the Catch2 main files")
-target_compile_options(typeflow_dist_catch_main PRIVATE ${TYPEFLOW_CATCH_MAIN_OPTIONS})
+# Catch2's main: the unit tests' object (tests/CMakeLists.txt) where they are
+# built, else this directory's copy.
+if(NOT TARGET typeflow_catch_main)
+  add_library(typeflow_catch_main OBJECT ${_td}/catch_main.cpp)
+  target_link_libraries(typeflow_catch_main PUBLIC Catch2::Catch2)
+  target_compile_features(typeflow_catch_main PUBLIC cxx_std_20)
+  set(TYPEFLOW_CATCH_MAIN_OPTIONS "" CACHE STRING "Extra compile options for the Catch2 main files")
+  target_compile_options(typeflow_catch_main PRIVATE ${TYPEFLOW_CATCH_MAIN_OPTIONS})
+endif()
 
 # The test programs' copy of the library's plain code (runtime, io, transport,
 # collectives, cluster spec), compiled once (tests/distributed/impl.cpp) with
@@ -59,16 +63,16 @@ endif()
 foreach(_t spec frame transport placement)
   add_executable(dist_test_${_t} ${_td}/test_${_t}.cpp)
   if(_t STREQUAL "transport")
-    target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_dist_catch_main)
+    target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist typeflow_catch_main)
   else()
-    target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist_test_impl typeflow_dist_catch_main)
+    target_link_libraries(dist_test_${_t} PRIVATE typeflow_dist_test_impl typeflow_catch_main)
   endif()
   add_test(NAME dist.${_t} COMMAND dist_test_${_t})
   set_tests_properties(dist.${_t} PROPERTIES TIMEOUT 120 LABELS dist)
 endforeach()
 
 add_executable(dist_test_ps_checkpoints ${_td}/test_ps_checkpoints.cpp)
-target_link_libraries(dist_test_ps_checkpoints PRIVATE typeflow_dist_test_impl typeflow_dist_catch_main)
+target_link_libraries(dist_test_ps_checkpoints PRIVATE typeflow_dist_test_impl typeflow_catch_main)
 add_test(NAME dist.ps_checkpoints COMMAND dist_test_ps_checkpoints)
 set_tests_properties(dist.ps_checkpoints PROPERTIES TIMEOUT 120 LABELS dist)
 

@@ -37,7 +37,7 @@ struct cond_shape_result {
     dims out;
     bool ok = true;
 };
-constexpr cond_shape_result cond_shape(const dims& a, const dims& b) {
+constexpr cond_shape_result cond_shape(dims a, dims b) {
     cond_shape_result r;
     if (a.rank != b.rank) {
         r.ok = false;

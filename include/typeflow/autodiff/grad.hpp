@@ -212,7 +212,7 @@ struct sum_plan {
     std::array<index_t, max_rank> axes{};
     std::size_t n = 0;
 };
-constexpr sum_plan broadcast_axes(const dims& child, const dims& got) {
+constexpr sum_plan broadcast_axes(dims child, dims got) {
     sum_plan p;
     const std::size_t lead = got.rank - child.rank;
     for (std::size_t i = 0; i < got.rank; ++i) {
@@ -228,7 +228,7 @@ constexpr sum_plan broadcast_axes(const dims& child, const dims& got) {
 //     extent too (bit i of `partners`, counted on the parent's result axes;
 //     see dyn_partners). Without such an operand the child's extent is the
 //     result's, and nothing is summed.
-constexpr bool broadcast_at_run_time(const dims& child, const dims& got, unsigned partners) {
+constexpr bool broadcast_at_run_time(dims child, dims got, unsigned partners) {
     if (got.rank < child.rank) return false;
     const std::size_t lead = got.rank - child.rank;
     for (std::size_t i = 0; i < child.rank; ++i) {
@@ -264,7 +264,7 @@ struct dyn_partners<P, Slot, meta::list<C...>> {
         return m;
     }();
 };
-constexpr std::size_t dyn_count(const dims& d) {
+constexpr std::size_t dyn_count(dims d) {
     std::size_t c = 0;
     for (std::size_t i = 0; i < d.rank; ++i) c += d.d[i] == dyn;
     return c;

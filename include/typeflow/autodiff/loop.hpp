@@ -502,7 +502,7 @@ struct loop_vars_layout {
         }
     }
     // a value of extents b can be variable of extents v: same rank, and equal where both are static
-    static constexpr bool fits(const dims& v, const dims& b) {
+    static constexpr bool fits(dims v, dims b) {
         if (v.rank != b.rank) return false;
         for (std::size_t i = 0; i < v.rank; ++i)
             if (v.d[i] != dyn && b.d[i] != dyn && v.d[i] != b.d[i]) return false;

@@ -31,7 +31,7 @@ constexpr axis_mask make_axis_mask(std::size_t rank) {
     }
     return m;
 }
-constexpr dims reduced_dims(const dims& in, const axis_mask& m, bool keep) {
+constexpr dims reduced_dims(dims in, axis_mask m, bool keep) {
     dims out;
     for (std::size_t i = 0; i < in.rank; ++i) {
         if (!m.reduced[i]) out.d[out.rank++] = in.d[i];

@@ -16,7 +16,7 @@ constexpr index_t normalize_axis(index_t axis, std::size_t rank) noexcept {
 }
 
 /// Row-major strides of extents d (the last axis has stride 1).
-constexpr std::array<index_t, max_rank> strides_of(const dims& d) noexcept {
+constexpr std::array<index_t, max_rank> strides_of(dims d) noexcept {
     std::array<index_t, max_rank> s{};
     index_t step = 1;
     for (std::size_t i = d.rank; i-- > 0;) {
@@ -31,7 +31,7 @@ constexpr std::array<index_t, max_rank> strides_of(const dims& d) noexcept {
 struct axis_split {
     index_t outer = 1, len = 1, inner = 1;
 };
-constexpr axis_split split_at(const dims& d, std::size_t ax) noexcept {
+constexpr axis_split split_at(dims d, std::size_t ax) noexcept {
     axis_split s;
     for (std::size_t i = 0; i < ax; ++i) s.outer *= d.d[i];
     for (std::size_t i = ax + 1; i < d.rank; ++i) s.inner *= d.d[i];

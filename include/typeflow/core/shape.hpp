@@ -39,7 +39,7 @@ struct dims {
         for (std::size_t i = 0; i < rank; ++i) n *= d[i];
         return n;
     }
-    constexpr bool operator==(const dims& o) const {
+    constexpr bool operator==(dims o) const {
         if (rank != o.rank) return false;
         for (std::size_t i = 0; i < rank; ++i)
             if (d[i] != o.d[i]) return false;
@@ -62,7 +62,7 @@ struct element_count {
 /// the count or the byte count overflows. Every prefix of the extents is
 /// checked (a later zero extent does not excuse an overflow before it), so
 /// d.numel() of accepted extents cannot overflow either.
-constexpr element_count count_elements(const dims& d, std::size_t elem_size) noexcept {
+constexpr element_count count_elements(dims d, std::size_t elem_size) noexcept {
     element_count c;
     for (std::size_t i = 0; i < d.rank; ++i)
         if (d.d[i] < 0) return c;
@@ -130,7 +130,7 @@ struct broadcast_result {
     dims out;
     bool ok = true;
 };
-constexpr broadcast_result broadcast_dims(const dims& a, const dims& b) {
+constexpr broadcast_result broadcast_dims(dims a, dims b) {
     broadcast_result r;
     r.out.rank = a.rank > b.rank ? a.rank : b.rank;
     for (std::size_t i = 0; i < r.out.rank; ++i) {

@@ -21,11 +21,11 @@ struct conv2d {
     static constexpr fixed_string kind = "conv2d";
     static constexpr std::string_view class_name = "Conv2D";
     using expects = expects::batch_height_width_channels;
-    static constexpr typeflow::detail::conv2d_geometry geometry(const dims& in) {
+    static constexpr typeflow::detail::conv2d_geometry geometry(dims in) {
         return typeflow::detail::conv2d_geometry_of(in, dims{Kernel, Kernel, in.rank == 4 ? in.d[3] : 0, Filters}, Stride,
                                                     Stride, Pad == padding_mode::same, Dilation, Dilation);
     }
-    static constexpr bool accepts(const dims& in) {
+    static constexpr bool accepts(dims in) {
         return in.rank == 4 && in.d[1] != dyn && in.d[2] != dyn && in.d[3] != dyn && geometry(in).ok();
     }
 

@@ -32,7 +32,7 @@ struct dense {
     static constexpr fixed_string kind = "dense";
     static constexpr std::string_view class_name = "Dense";
     using expects = expects::batch_features;
-    static constexpr bool accepts(const dims& in) { return in.rank == 2 && in.d[1] != dyn; }
+    static constexpr bool accepts(dims in) { return in.rank == 2 && in.d[1] != dyn; }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {
@@ -60,7 +60,7 @@ struct flatten {
     static constexpr fixed_string kind = "flatten";
     static constexpr std::string_view class_name = "Flatten";
     using expects = expects::batch_and_features;
-    static constexpr bool accepts(const dims& in) { return in.rank >= 2 && detail::example_size(in) != dyn; }
+    static constexpr bool accepts(dims in) { return in.rank >= 2 && detail::example_size(in) != dyn; }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {
@@ -81,7 +81,7 @@ struct activation {
     static constexpr fixed_string kind = "activation";
     static constexpr std::string_view class_name = "Activation";
     using expects = expects::batch_and_features;
-    static constexpr bool accepts(const dims& in) { return in.rank >= 1; }
+    static constexpr bool accepts(dims in) { return in.rank >= 1; }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {

@@ -34,7 +34,7 @@ struct dropout {
     static constexpr std::string_view class_name = "Dropout";
     static constexpr double rate = Rate;
     using expects = expects::batch_and_features;
-    static constexpr bool accepts(const dims& in) { return in.rank >= 1; }
+    static constexpr bool accepts(dims in) { return in.rank >= 1; }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {

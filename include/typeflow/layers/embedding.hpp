@@ -35,7 +35,7 @@ struct embedding {
     static constexpr fixed_string kind = "embedding";
     static constexpr std::string_view class_name = "Embedding";
     using expects = expects::batch_ids;
-    static constexpr bool accepts(const dims& in) { return in.rank >= 1 && in.rank < max_rank; }
+    static constexpr bool accepts(dims in) { return in.rank >= 1 && in.rank < max_rank; }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {

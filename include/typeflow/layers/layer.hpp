@@ -133,7 +133,7 @@ constexpr dims with_last(dims d, index_t e) {
     return d;
 }
 /// Product of the extents after the batch axis (dyn when one is dyn).
-constexpr index_t example_size(const dims& d) {
+constexpr index_t example_size(dims d) {
     index_t n = 1;
     for (std::size_t i = 1; i < d.rank; ++i) {
         if (d.d[i] == dyn) return dyn;

@@ -69,7 +69,7 @@ struct absent {
     constexpr explicit absent(Init) noexcept {}
 };
 /// The extents that a normalisation over the last axis takes.
-constexpr bool last_axis_static(const dims& in) { return in.rank >= 2 && in.d[in.rank - 1] != dyn; }
+constexpr bool last_axis_static(dims in) { return in.rank >= 2 && in.d[in.rank - 1] != dyn; }
 
 /// moments over axes 0 .. R-2 of a rank-R expression (per-channel statistics).
 template <std::size_t... I, class X>
@@ -88,7 +88,7 @@ struct batch_norm {
     static constexpr std::string_view class_name = "BatchNormalization";
     static constexpr double momentum = Momentum, epsilon = Epsilon;
     using expects = expects::batch_and_features;
-    static constexpr bool accepts(const dims& in) { return detail::last_axis_static(in); }
+    static constexpr bool accepts(dims in) { return detail::last_axis_static(in); }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {
@@ -150,7 +150,7 @@ struct layer_norm {
     static constexpr std::string_view class_name = "LayerNormalization";
     static constexpr double epsilon = Epsilon;
     using expects = expects::batch_and_features;
-    static constexpr bool accepts(const dims& in) { return detail::last_axis_static(in); }
+    static constexpr bool accepts(dims in) { return detail::last_axis_static(in); }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind {

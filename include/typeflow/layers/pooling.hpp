@@ -15,10 +15,10 @@ template <bool Max, index_t Pool, index_t Stride, padding_mode Pad>
 struct pool2d_spec {
     static_assert(Pool > 0 && Stride > 0, "typeflow: layers::max_pool2d / avg_pool2d: pool size and strides must be positive");
     using expects = expects::batch_height_width_channels;
-    static constexpr typeflow::detail::pool2d_geometry geometry(const dims& in) {
+    static constexpr typeflow::detail::pool2d_geometry geometry(dims in) {
         return typeflow::detail::pool2d_geometry_of(in, Pool, Pool, Stride, Stride, Pad == padding_mode::same);
     }
-    static constexpr bool accepts(const dims& in) {
+    static constexpr bool accepts(dims in) {
         return in.rank == 4 && in.d[1] != dyn && in.d[2] != dyn && in.d[3] != dyn && geometry(in).ok();
     }
     template <fixed_string Name, dims In, class T, class D>
@@ -37,7 +37,7 @@ struct pool2d_spec {
 template <bool Max>
 struct global_pool2d_spec {
     using expects = expects::batch_height_width_channels;
-    static constexpr bool accepts(const dims& in) { return in.rank == 4 && in.d[3] != dyn; }
+    static constexpr bool accepts(dims in) { return in.rank == 4 && in.d[3] != dyn; }
     template <fixed_string Name, dims In, class T, class D>
     struct bind {
         static constexpr dims output{In.d[0], In.d[3]};

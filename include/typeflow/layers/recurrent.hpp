@@ -48,7 +48,7 @@ struct batch_time_features;
 }  // namespace expects
 
 namespace detail {
-constexpr bool is_sequence(const dims& in) { return in.rank == 3 && in.d[2] != dyn; }
+constexpr bool is_sequence(dims in) { return in.rank == 3 && in.d[2] != dyn; }
 // Zeros [batch, units] for a first state, from the gate inputs [time, batch, G * units].
 template <index_t Units, class Z>
 auto zero_state(const Z& z) {
@@ -154,7 +154,7 @@ struct simple_rnn {
     static constexpr fixed_string kind = "simple_rnn";
     static constexpr std::string_view class_name = "SimpleRNN";
     using expects = expects::batch_time_features;
-    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+    static constexpr bool accepts(dims in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {
@@ -194,7 +194,7 @@ struct lstm {
     static constexpr fixed_string kind = "lstm";
     static constexpr std::string_view class_name = "LSTM";
     using expects = expects::batch_time_features;
-    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+    static constexpr bool accepts(dims in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {
@@ -241,7 +241,7 @@ struct gru {
     static constexpr fixed_string kind = "gru";
     static constexpr std::string_view class_name = "GRU";
     using expects = expects::batch_time_features;
-    static constexpr bool accepts(const dims& in) { return detail::is_sequence(in); }
+    static constexpr bool accepts(dims in) { return detail::is_sequence(in); }
 
     template <fixed_string Name, dims In, class T, class D>
     struct bind : detail::recurrent_calls<bind<Name, In, T, D>, ReturnSequences> {

@@ -40,7 +40,7 @@ struct sparse_categorical_crossentropy {
     template <class T>
     using label_type = std::int32_t;
     /// The labels' extents for the model's output extents.
-    static constexpr dims label_dims(const dims& out) { return detail::drop_last(out); }
+    static constexpr dims label_dims(dims out) { return detail::drop_last(out); }
     /// Per example: -log p[label].
     template <class Z, class Y>
     static auto per_example(const Z& out, const Y& labels) {
@@ -61,7 +61,7 @@ struct categorical_crossentropy {
     static constexpr bool sparse = false, binary = false, classification = true, from_logits = FromLogits;
     template <class T>
     using label_type = T;
-    static constexpr dims label_dims(const dims& out) { return out; }
+    static constexpr dims label_dims(dims out) { return out; }
     template <class Z, class Y>
     static auto per_example(const Z& out, const Y& labels) {
         if constexpr (FromLogits) {
@@ -80,7 +80,7 @@ struct binary_crossentropy {
     static constexpr bool sparse = false, binary = true, classification = true, from_logits = FromLogits;
     template <class T>
     using label_type = T;
-    static constexpr dims label_dims(const dims& out) { return out; }
+    static constexpr dims label_dims(dims out) { return out; }
     template <class Z, class Y>
     static auto per_example(const Z& out, const Y& labels) {
         using T = value_type_t<Z>;
@@ -100,7 +100,7 @@ struct mean_squared_error {
     static constexpr bool sparse = false, binary = false, classification = false, from_logits = false;
     template <class T>
     using label_type = T;
-    static constexpr dims label_dims(const dims& out) { return out; }
+    static constexpr dims label_dims(dims out) { return out; }
     template <class Z, class Y>
     static auto per_example(const Z& out, const Y& labels) {
         return mean<-1>(square(out - labels));

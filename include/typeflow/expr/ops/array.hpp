@@ -171,7 +171,7 @@ struct slice_result {
     bool rank_ok = true, inside = true;
 };
 /// The box of slice(x, begin, size): size -1 runs to the end.
-constexpr slice_result slice_box(const dims& x, const index_t* begin, std::size_t nb, const index_t* size, std::size_t ns) {
+constexpr slice_result slice_box(dims x, const index_t* begin, std::size_t nb, const index_t* size, std::size_t ns) {
     slice_result r;
     if (nb != x.rank || ns != x.rank) {
         r.rank_ok = false;
@@ -265,7 +265,7 @@ struct pad_result {
     dims out;
     bool rank_ok = true, fits = true;
 };
-constexpr pad_result pad_dims(const dims& x, const pad_width* p, std::size_t n, pad_mode m) {
+constexpr pad_result pad_dims(dims x, const pad_width* p, std::size_t n, pad_mode m) {
     pad_result r;
     if (n != x.rank) {
         r.rank_ok = false;
@@ -283,14 +283,14 @@ constexpr pad_result pad_dims(const dims& x, const pad_width* p, std::size_t n, 
 }
 
 // ---- tile ----
-constexpr dims tiled_dims(const dims& x, const index_t* m) {
+constexpr dims tiled_dims(dims x, const index_t* m) {
     dims o = x;
     for (std::size_t a = 0; a < x.rank; ++a) o.d[a] = m[a] == 0 ? 0 : x.d[a] == dyn ? dyn : x.d[a] * m[a];
     return o;
 }
 
 // ---- flatten ----
-constexpr dims flattened_dims(const dims& x) {
+constexpr dims flattened_dims(dims x) {
     index_t inner = 1;
     bool unknown = false;
     for (std::size_t a = 1; a < x.rank; ++a) {
@@ -362,11 +362,11 @@ struct slice<begin_tag<B...>, sizes_tag<S...>> {
     static constexpr std::string_view place_name = "slice_grad";  // of place<slice>
     static constexpr std::array<index_t, sizeof...(B) + 1> begin{B..., 0};
     static constexpr std::array<index_t, sizeof...(S) + 1> size{S..., 0};
-    static constexpr detail::slice_result of(const dims& x) {
+    static constexpr detail::slice_result of(dims x) {
         return detail::slice_box(x, begin.data(), sizeof...(B), size.data(), sizeof...(S));
     }
     /// The box copied (window op protocol).
-    static constexpr detail::window_box window(const dims& x) { return of(x).box; }
+    static constexpr detail::window_box window(dims x) { return of(x).box; }
     template <class X>
     static constexpr auto rule() {
         constexpr detail::slice_result r = of(shape_t<X>::value);
@@ -411,7 +411,7 @@ struct split_part {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "split";
     static constexpr std::string_view place_name = "split_grad";
-    static constexpr detail::window_box window(const dims& x) {
+    static constexpr detail::window_box window(dims x) {
         detail::window_box w{x, x};
         for (std::size_t a = 0; a < x.rank; ++a) w.begin.d[a] = 0;
         if (!detail::axis_in_range(Axis, x.rank)) return w;
@@ -467,7 +467,7 @@ struct concat_part {
     static constexpr std::string_view name = "concat_grad";
     static constexpr std::string_view place_name = "concat_grad_grad";
     template <class... D>
-    static constexpr detail::window_box window(const dims& g, const D&... c) {
+    static constexpr detail::window_box window(dims g, const D&... c) {
         const dims in[] = {c...};
         detail::window_box w{g, in[I]};
         for (std::size_t a = 0; a < g.rank; ++a) w.begin.d[a] = 0;
@@ -492,7 +492,7 @@ struct unpad {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "pad_grad";
     static constexpr std::string_view place_name = "pad";
-    static constexpr detail::window_box window(const dims& g) {
+    static constexpr detail::window_box window(dims g) {
         detail::window_box w{g, g};
         for (std::size_t a = 0; a < g.rank && a < P::rank; ++a) {
             w.begin.d[a] = P::value[a].before;
@@ -549,7 +549,7 @@ struct pad {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = "pad";
     static constexpr pad_mode mode = Mode;
-    static constexpr detail::pad_result of(const dims& x) { return detail::pad_dims(x, P::value.data(), P::rank, Mode); }
+    static constexpr detail::pad_result of(dims x) { return detail::pad_dims(x, P::value.data(), P::rank, Mode); }
     template <class X, class... V>
     static constexpr auto rule() {
         static_assert(sizeof...(V) == 0 || Mode == pad_mode::constant, "typeflow: pad: only a CONSTANT pad takes a value");

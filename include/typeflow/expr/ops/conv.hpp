@@ -95,7 +95,7 @@ constexpr conv_axis conv_axis_rule(index_t in, index_t k, index_t s, index_t d, 
     }
     return a;
 }
-constexpr conv2d_geometry conv2d_geometry_of(const dims& x, const dims& f, index_t sh, index_t sw, bool same, index_t dh,
+constexpr conv2d_geometry conv2d_geometry_of(dims x, dims f, index_t sh, index_t sw, bool same, index_t dh,
                                              index_t dw) {
     conv2d_geometry g;
     g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw;
@@ -112,7 +112,7 @@ constexpr conv2d_geometry conv2d_geometry_of(const dims& x, const dims& f, index
     return g;
 }
 // dy's extents fit the convolution's output (dyn meets anything).
-constexpr bool conv_out_fits(const dims& dy, const dims& out) {
+constexpr bool conv_out_fits(dims dy, dims out) {
     if (dy.rank != 4) return false;
     for (std::size_t i = 0; i < 4; ++i)
         if (dy.d[i] != out.d[i] && dy.d[i] != dyn && out.d[i] != dyn) return false;
@@ -129,7 +129,7 @@ struct conv2d_attrs {
     static_assert(DH > 0 && DW > 0, "typeflow: conv2d: dilations must be positive");
     static constexpr index_t stride_h = SH, stride_w = SW, dilation_h = DH, dilation_w = DW;
     static constexpr padding_mode pad = Pad;
-    static constexpr detail::conv2d_geometry geometry(const dims& x, const dims& f) {
+    static constexpr detail::conv2d_geometry geometry(dims x, dims f) {
         return detail::conv2d_geometry_of(x, f, SH, SW, Pad == padding_mode::same, DH, DW);
     }
     // The static rule on input X and filter F: the diagnostic of its first

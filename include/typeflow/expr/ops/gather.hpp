@@ -67,7 +67,7 @@ template <class T>
 inline constexpr bool index_dtype_v = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
 
 /// The result extents of a gather along `axis`: p[:axis] + i + p[axis+1:].
-constexpr dims gather_dims(const dims& p, const dims& i, std::size_t axis) {
+constexpr dims gather_dims(dims p, dims i, std::size_t axis) {
     dims r;
     if (axis >= p.rank || p.rank - 1 + i.rank > max_rank) return r;
     r.rank = p.rank - 1 + i.rank;
@@ -78,7 +78,7 @@ constexpr dims gather_dims(const dims& p, const dims& i, std::size_t axis) {
     return r;
 }
 /// Equal extents, where a dyn extent matches anything.
-constexpr bool dims_fit(const dims& a, const dims& b) {
+constexpr bool dims_fit(dims a, dims b) {
     if (a.rank != b.rank) return false;
     for (std::size_t i = 0; i < a.rank; ++i)
         if (a.d[i] != b.d[i] && a.d[i] != dyn && b.d[i] != dyn) return false;

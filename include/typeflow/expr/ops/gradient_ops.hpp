@@ -62,7 +62,7 @@ struct sum_like {
     using traits = result_traits<value_type_t<A>, shape_t<B>, device_t<A>>;
     /// The axes of g that are summed to give x's extents; ok is false when g
     /// is not a broadcast of x.
-    static constexpr detail::axis_mask axes(const dims& g, const dims& x) {
+    static constexpr detail::axis_mask axes(dims g, dims x) {
         detail::axis_mask m;
         if (g.rank < x.rank) {
             m.ok = false;

@@ -23,7 +23,7 @@ struct matmul_dims {
     bool inner_ok = true, batch_ok = true, rank_ok = true;
 };
 // [..., m, k] x [..., k, n] -> [..., m, n]; batch extents equal, or one side rank 2.
-constexpr matmul_dims matmul_shape(const dims& a, const dims& b, bool ta, bool tb) {
+constexpr matmul_dims matmul_shape(dims a, dims b, bool ta, bool tb) {
     matmul_dims r;
     if (a.rank < 2 || b.rank < 2) {
         r.rank_ok = false;
@@ -61,7 +61,7 @@ struct matmul {
     struct sizes {
         index_t m = 0, n = 0, k = 0, batches = 1, sa = 0, sb = 0, lda = 0, ldb = 0;
     };
-    static constexpr sizes sizes_of(const dims& a, const dims& b) noexcept {
+    static constexpr sizes sizes_of(dims a, dims b) noexcept {
         sizes z;
         const index_t ar = a.d[a.rank - 2], ac = a.d[a.rank - 1];
         const index_t br = b.d[b.rank - 2], bc = b.d[b.rank - 1];

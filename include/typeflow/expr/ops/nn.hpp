@@ -55,20 +55,20 @@ using integer = that<std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::i
 
 namespace detail {
 // Equal ranks and extents (dyn matches anything).
-constexpr bool same_extents(const dims& a, const dims& b) {
+constexpr bool same_extents(dims a, dims b) {
     if (a.rank != b.rank) return false;
     for (std::size_t i = 0; i < a.rank; ++i)
         if (a.d[i] != b.d[i] && a.d[i] != dyn && b.d[i] != dyn) return false;
     return true;
 }
 // a without its last axis equals b (dyn matches anything).
-constexpr bool matches_leading(const dims& a, const dims& b) {
+constexpr bool matches_leading(dims a, dims b) {
     if (a.rank != b.rank + 1) return false;
     for (std::size_t i = 0; i < b.rank; ++i)
         if (a.d[i] != b.d[i] && a.d[i] != dyn && b.d[i] != dyn) return false;
     return true;
 }
-constexpr dims with_last(const dims& a, index_t n) {
+constexpr dims with_last(dims a, index_t n) {
     dims o = a;
     if (o.rank < max_rank) o.d[o.rank++] = n;
     return o;

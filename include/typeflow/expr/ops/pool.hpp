@@ -68,7 +68,7 @@ struct pool2d_geometry {
     constexpr index_t col_end(index_t o) const { return clamp_to(o * sw - pad_left + kw, w); }
     static constexpr index_t clamp_to(index_t v, index_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
 };
-constexpr pool2d_geometry pool2d_geometry_of(const dims& x, index_t kh, index_t kw, index_t sh, index_t sw, bool same) {
+constexpr pool2d_geometry pool2d_geometry_of(dims x, index_t kh, index_t kw, index_t sh, index_t sw, bool same) {
     pool2d_geometry g;
     g.kh = kh, g.kw = kw, g.sh = sh, g.sw = sw;
     if (kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0) {
@@ -94,7 +94,7 @@ template <index_t KH, index_t KW, index_t SH, index_t SW, padding_mode Pad>
 struct pool2d_attrs {
     static constexpr index_t window_h = KH, window_w = KW, stride_h = SH, stride_w = SW;
     static constexpr padding_mode pad = Pad;
-    static constexpr detail::pool2d_geometry geometry(const dims& x) {
+    static constexpr detail::pool2d_geometry geometry(dims x) {
         return detail::pool2d_geometry_of(x, KH, KW, SH, SW, Pad == padding_mode::same);
     }
     // The static rule on input X: the diagnostic of its first failing

@@ -18,7 +18,7 @@ struct reshape_result {
 };
 // Target extents >= 0 and at most one -1 (inferred); with a known input count
 // the -1 is computed, else it stays dyn.
-constexpr reshape_result reshape_dims(const dims& in, const dims& target) {
+constexpr reshape_result reshape_dims(dims in, dims target) {
     reshape_result r;
     r.out = target;
     int inferred = -1;
@@ -79,7 +79,7 @@ struct expand_dims {
     static constexpr op_kind kind = op_kind::view;
     static constexpr std::string_view name = "expand_dims";
     static constexpr index_t norm(std::size_t rank) { return normalize_axis(Axis, rank + 1); }
-    static constexpr dims expanded(const dims& a) {
+    static constexpr dims expanded(dims a) {
         dims o;
         const auto at = static_cast<std::size_t>(norm(a.rank));
         for (std::size_t i = 0, j = 0; i <= a.rank; ++i) o.d[o.rank++] = i == at ? 1 : a.d[j++];
@@ -106,7 +106,7 @@ struct squeeze {
     static constexpr op_kind kind = op_kind::view;
     static constexpr std::string_view name = "squeeze";
     // Axes removed: those given, or (none given) every static extent of 1.
-    static constexpr detail::axis_mask mask(const dims& s) {
+    static constexpr detail::axis_mask mask(dims s) {
         if constexpr (sizeof...(Axes) == 0) {
             detail::axis_mask m;
             for (std::size_t i = 0; i < s.rank; ++i) m.reduced[i] = s.d[i] == 1;

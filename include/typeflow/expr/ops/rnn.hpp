@@ -39,10 +39,10 @@ namespace typeflow {
 
 namespace detail {
 // z [T, B, 4U] and u [U, 4U] (static U), and m [T, B] when masked.
-constexpr bool lstm_shapes_fit(const dims& z, const dims& u) {
+constexpr bool lstm_shapes_fit(dims z, dims u) {
     return z.rank == 3 && u.rank == 2 && u.d[0] != dyn && u.d[0] > 0 && u.d[1] == 4 * u.d[0] && z.d[2] == u.d[1];
 }
-constexpr bool lstm_mask_fits(const dims& z, const dims& m) {
+constexpr bool lstm_mask_fits(dims z, dims m) {
     return m.rank == 2 && (m.d[0] == z.d[0] || m.d[0] == dyn || z.d[0] == dyn) &&
            (m.d[1] == z.d[1] || m.d[1] == dyn || z.d[1] == dyn);
 }

@@ -21,7 +21,7 @@ struct permute {
         }
         return true;
     }
-    static constexpr dims permuted(const dims& a) {
+    static constexpr dims permuted(dims a) {
         dims o;
         o.rank = a.rank;
         for (std::size_t i = 0; i < sizeof...(P); ++i) o.d[i] = a.d[perm[i]];
