@@ -64,6 +64,19 @@
 # 5. compile_loop_grad: a loop's gradient (LOOP_GRAD_ONLY=1: this alone; see
 #    section 5 below).
 #
+# 6. compile_nvcc: nvcc (CUDA's compiler, `-c`, the flags of the CMake build)
+#    against g++ (`-c -O2`) where nvcc is installed (NVCC_ONLY=1: this alone;
+#    SKIP_NVCC=1 leaves it out; NVCC= names the compiler):
+#      compile_nvcc src=typeflow_hpp nvcc_s=<s> nvcc_mb=<MB> gxx_s=<s> gxx_mb=<MB> ratio_mb=<nvcc/g++>
+#      compile_nvcc src=fashion_mnist_cnn_gpu nvcc_s=<s> nvcc_mb=<MB> gxx_s=<s> gxx_mb=<MB> ratio_mb=<nvcc/g++>
+#    typeflow_hpp is a file that includes <typeflow/typeflow.hpp> and defines
+#    main, as a .cu and as a .cpp; fashion_mnist_cnn_gpu is
+#    examples/gpu/fashion_mnist_cnn_gpu.cu against its CPU twin
+#    examples/fashion_mnist_cnn.cpp. nvcc's front end (cudafe++) had needed
+#    7.5 GB for the header alone (docs/design-notes.md). Goal: the GPU example
+#    within 2x the memory of its CPU twin under g++ (ratio_mb <= 2);
+#    typeflow_hpp shows nvcc's fixed cost (the CUDA backend's headers too).
+#
 # Time is the compiler's CPU time (user + sys, as /usr/bin/time -v reports
 # it), which the load of other processes on a shared machine inflates far less
 # than the wall clock; the wall clock is shown too (on stderr). Each figure is
@@ -273,6 +286,37 @@ debug_section() {
     done
 }
 if [[ -n "${DEBUG_ONLY:-}" ]]; then debug_section; exit 0; fi
+
+# ---- 6. nvcc against g++ ---------------------------------------------------------
+nvcc_section() {
+    local nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" n
+    if [[ ! -x "$nvcc" ]]; then
+        echo "compile_nvcc skipped: no nvcc (NVCC= names it)"
+        return 0
+    fi
+    printf '#include <typeflow/typeflow.hpp>\nint main() { return 0; }\n' >"$work/nvcc_hpp.cu"
+    cp "$work/nvcc_hpp.cu" "$work/nvcc_hpp.cpp"
+    SRC[nv_typeflow_hpp_nvcc]="$work/nvcc_hpp.cu"
+    SRC[nv_typeflow_hpp_gxx]="$work/nvcc_hpp.cpp"
+    SRC[nv_fashion_mnist_cnn_gpu_nvcc]="$root/examples/gpu/fashion_mnist_cnn_gpu.cu"
+    SRC[nv_fashion_mnist_cnn_gpu_gxx]="$root/examples/fashion_mnist_cnn.cpp"
+    local saved_cxx="$CXX" saved_flags=("${FLAGS[@]}")
+    for n in typeflow_hpp fashion_mnist_cnn_gpu; do
+        XARGS[nv_${n}_nvcc]="-c -DTYPEFLOW_HAVE_ZLIB"
+        XARGS[nv_${n}_gxx]="-c -DTYPEFLOW_HAVE_ZLIB"
+        # measure compiles with $CXX and $FLAGS: nvcc's turn, then g++'s
+        CXX="$nvcc"
+        FLAGS=(-std=c++20 -O2 -DNDEBUG --expt-relaxed-constexpr -diag-suppress=20012,20011,20014,554
+               "--generate-code=arch=compute_90,code=[compute_90,sm_90]" -I"$root/include" -isystem "$EIGEN_INC")
+        measure "nv_${n}_nvcc"
+        CXX="$saved_cxx"; FLAGS=("${saved_flags[@]}")
+        measure "nv_${n}_gxx"
+        awk -v n="$n" -v a="${CPU[nv_${n}_nvcc]}" -v b="${PEAK[nv_${n}_nvcc]}" -v c="${CPU[nv_${n}_gxx]}" -v d="${PEAK[nv_${n}_gxx]}" 'BEGIN {
+            r = (b ~ /^[0-9]+$/ && d ~ /^[0-9]+$/ && d > 0) ? sprintf("%.2f", b / d) : "NA"
+            printf "compile_nvcc src=%s nvcc_s=%.1f nvcc_mb=%s gxx_s=%.1f gxx_mb=%s ratio_mb=%s\n", n, a, b, c, d, r }'
+    done
+}
+if [[ -n "${NVCC_ONLY:-}" ]]; then nvcc_section; exit 0; fi
 
 # ---- 5. a loop's gradient (issue 24): benchmarks/compile/loop_grad.cpp as a
 # scan (kind=scan), a scan whose step holds a cond (scan_cond) and a
@@ -551,4 +595,5 @@ if [[ -z "${SKIP_GRAD:-}" && -z "${SKIP_EXPR:-}" ]]; then
     done
 fi
 if [[ -z "${SKIP_DEBUG:-}" ]]; then debug_section; fi
+if [[ -z "${SKIP_NVCC:-}" ]]; then nvcc_section; fi
 exit "$status"

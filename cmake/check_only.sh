@@ -23,6 +23,6 @@ if [[ $mode == compile ]]; then
     "${pre[@]}" -E > /dev/null
     [[ -z $out ]] || : > "$out"
 elif [[ -n $out ]]; then
-    printf '#!/bin/sh\necho "%s: built as a compile check only (TYPEFLOW_BENCHMARKS_CHECK_ONLY=ON); build it with scripts/bench.sh" >&2\nexit 1\n' "${out##*/}" > "$out"
+    printf '#!/bin/sh\necho "%s: built as a compile check only (TYPEFLOW_BENCHMARKS_CHECK_ONLY=ON); build it with scripts/bench.sh (bench_gpu: scripts/gpu_check.sh)" >&2\nexit 1\n' "${out##*/}" > "$out"
     chmod +x "$out"
 fi

@@ -21,7 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 PORT=$ROOT/ports/typeflow
 STAGE=${STAGE:-$ROOT/build-pkg/vcpkg}
-JOBS=${JOBS:-1}
+JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 rm -rf "$STAGE"
 mkdir -p "$STAGE"

@@ -17,5 +17,12 @@ int main(int argc, char** argv) {
         std::printf("typeflow_cuda_tests: skipped: no CUDA device (%s)\n", st != cudaSuccess ? cudaGetErrorString(st) : "none found");
         return 77;
     }
+#if defined(TYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY)
+    if (!host_only) {
+        std::printf("typeflow_cuda_tests: test_cuda.cu and test_cuda_conv.cu were compiled as a check only "
+                    "(TYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY=ON); reconfigure with it OFF to run the device tests\n");
+        return 1;
+    }
+#endif
     return Catch::Session().run(argc, argv);
 }
