@@ -25,9 +25,11 @@ cuda=()
 if [[ " $* " != *TYPEFLOW_ENABLE_CUDA* ]] && { command -v nvcc > /dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   cuda=(-DTYPEFLOW_ENABLE_CUDA=ON)
   # Without a device (no /dev/nvidia0), the device-only test files are
-  # compiled as a check: they could not run here anyway.
-  if [[ " $* " != *TYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY* ]] && [ ! -e /dev/nvidia0 ]; then
-    cuda+=(-DTYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY=ON)
+  # compiled as a check: they could not run here anyway. With one, in full
+  # (also in a build directory first configured without a device).
+  if [[ " $* " != *TYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY* ]]; then
+    if [ -e /dev/nvidia0 ]; then cuda+=(-DTYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY=OFF)
+    else cuda+=(-DTYPEFLOW_CUDA_DEVICE_TESTS_CHECK_ONLY=ON); fi
   fi
 fi
 # The benchmarks are compiled as a check only (their programs are
