@@ -375,6 +375,20 @@ decltype(auto) scan(Fn fn, const Elems& elems, const Init& init, independent_row
 }
 
 namespace detail {
+// The graph of a scan's step (fn applied to the carry and the row), as a
+// tf::let: the scan's type, spelled by every node that reads it (and by its
+// gradient hundreds of times), then names fn, elems and init once instead of
+// spelling the step's graph, which spells the carry and the row at each use.
+// Taken by address (const void*): a closure's name also spells its
+// function's parameters.
+template <bool Pure, class Fn, class Elems, class Init>
+auto scan_body(const void* b) {
+    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
+    using I = node<op::loop_counter<Fn, device_t<Init>, Pure>>;
+    using B = std::remove_cvref_t<decltype(std::declval<Fn&>()(std::declval<const V&>(),
+                                                                gather(std::declval<const Elems&>(), std::declval<const I&>())))>;
+    return let([b] { return *static_cast<const B*>(b); });
+}
 template <bool Pure, bool Rows, class Fn, class Elems, class Init>
 decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
     {
@@ -395,7 +409,9 @@ decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
             using L = typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(probe)>>>::type;
             scan_fn<Fn, D, Rows> keep;
             keep.data = std::make_shared<const typename scan_fn<Fn, D, Rows>::box>(typename scan_fn<Fn, D, Rows>::box{true, fn});
-            return detail::make_scan(v, i, b, elems, keep, probe, L{});
+            const auto body = scan_body<Pure, Fn, Elems, Init>(&b);
+            static_assert(std::is_same_v<typename decltype(body)::value_expression, std::remove_cvref_t<decltype(b)>>);
+            return detail::make_scan(v, i, body, elems, keep, probe, L{});
         }
     }
 }
@@ -759,7 +775,9 @@ auto build_scan_parts(const N& n, const G& g) {
 // function of N and the parts alone, so the scans that read it for each
 // child are of one type.
 template <class N, class P>
-auto build_scan_back(const N& n, const P& parts) {
+auto build_scan_back(const void* np, const void* pp) {  // by address: the let's name spells N and P once
+    const N& n = *static_cast<const N*>(np);
+    const P& parts = *static_cast<const P*>(pp);
     using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
     const literal<std::int32_t, 1, 1, device_t<N>> one;
     const auto& [gy, len, zc] = parts;
@@ -801,6 +819,59 @@ auto build_scan_joint(const N& n, const P& parts) {
         });
     }(std::make_index_sequence<L::count>{});
 }
+// e [time, batch, ...] as [time * batch, ...] (static extents after the batch axis).
+template <class E>
+auto flat_rows(const E& e) {
+    using S = shape_t<E>;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+        static_assert(((S::value.d[K + 2] != dyn) && ...),
+                      "typeflow: scan with independent_rows: the extents after the batch axis must be static");
+        return reshape<-1, S::value.d[K + 2]...>(e);
+    }(std::make_index_sequence<S::rank - 2>{});
+}
+// A scan with independent rows, differentiated every step at once: the
+// carries entering the steps, flattened to [time * batch, ...] and cut from
+// the gradient (stop_gradient), as a tf::let whose name spells N once (the
+// step's gradient reads it many times). By address: see scan_body.
+template <class N>
+auto rows_carries(const void* np) {
+    const N& n = *static_cast<const N*>(np);
+    return let([&n] {
+        using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+        using D = device_t<N>;
+        const literal<std::int32_t, 0, 1, D> zero;
+        const literal<std::int32_t, 1, 1, D> one;
+        const auto& init = n.template child<0>().template child<0>();
+        const auto& elems = n.template child<4>();
+        const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
+        const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) {
+            return where(equal(t, zero), init, gather(n, maximum(t - one, zero)));
+        });
+        return identity(stop_gradient(flat_rows(carries)));
+    });
+}
+// The adjoints of the steps' results (n's adjoint is g: its row, and what
+// the later steps send back through the reverse scan), flattened as
+// rows_carries, as a tf::let whose name spells N and G once.
+template <class N, class G>
+auto rows_seeds(const void* np, const void* gp) {
+    const N& n = *static_cast<const N*>(np);
+    const G& g = *static_cast<const G*>(gp);
+    return let([&n, &g] {
+        using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+        using D = device_t<N>;
+        const literal<std::int32_t, 0, 1, D> zero;
+        const literal<std::int32_t, 1, 1, D> one;
+        const literal<std::int32_t, 2, 1, D> two;
+        const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(n, g); });
+        const auto& [gy, len, zc] = parts;
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back<N, std::remove_cvref_t<decltype(parts)>>(&n, &parts); });
+        const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(n.template child<4>(), zc, [&](const auto&, const auto& t) {
+            return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
+        });
+        return flat_rows(seeds);
+    });
+}
 // The adjoint of child I of scan node n (n's adjoint is g): reverse-mode
 // through the iterations, recomputing each step from the stacked carries
 // (a fresh copy of the step, built from the kept step function). The
@@ -833,31 +904,17 @@ auto scan_adjoint(const N& n, const G& g) {
             return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
         }
     } else {
-        const auto& back = kept_piece(n, g, [&] { return build_scan_back(n, parts); });
-        // the carry entering step t
-        const auto carry_at = [&](const auto& t) { return where(equal(t, zero), init, gather(n, maximum(t - one, zero))); };
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back<N, std::remove_cvref_t<decltype(parts)>>(&n, &parts); });
         if constexpr (I == 0) {
             return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
         } else if constexpr (rows) {
             // every step at once: the carries entering the steps, the rows and the steps' adjoints,
             // stacked [time, batch, ...] and flattened to [time * batch, ...]
-            const auto adj_at = [&](const auto& t) {
-                return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
-            };
-            const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) { return carry_at(t); });
-            const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(elems, zc, [&](const auto&, const auto& t) { return adj_at(t); });
-            const auto flat = [](const auto& e) {
-                using S = shape_t<std::remove_cvref_t<decltype(e)>>;
-                return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                    static_assert(((S::value.d[K + 2] != dyn) && ...),
-                                  "typeflow: scan with independent_rows: the extents after the batch axis must be static");
-                    return reshape<-1, S::value.d[K + 2]...>(e);
-                }(std::make_index_sequence<S::rank - 2>{});
-            };
-            const auto x = identity(stop_gradient(flat(elems)));
-            const auto y = fn(identity(stop_gradient(flat(carries))), x);
-            if constexpr (I == 4) return reshape_like(seeded_grad(y, flat(seeds), x), elems);
-            else return seeded_grad(y, flat(seeds), n.template child<I>());
+            const auto x = identity(stop_gradient(flat_rows(elems)));
+            const auto y = fn(rows_carries<N>(&n), x);
+            const auto seeds = rows_seeds<N, G>(&n, &g);
+            if constexpr (I == 4) return reshape_like(seeded_grad(y, seeds, x), elems);
+            else return seeded_grad(y, seeds, n.template child<I>());
         } else {
             // the adjoint of step t's result: its row of g and what the later steps send back
             const auto adj_at = [&](const auto& t) {
