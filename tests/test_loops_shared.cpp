@@ -106,7 +106,7 @@ TEST_CASE("scan gradients: one reverse loop for the carry and the leaves, or a s
     SECTION("leaves of the carry's dtype: the joint loop") {
         auto hs = tf::scan(
             [&](const auto& h, const auto& x) { return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + b + x); }, xs, h0);
-        static_assert(tf::detail::joint_ok<decltype(hs)>());
+        static_assert(tf::detail::joint_ok<typename decltype(hs)::value_expression>());  // the scan under its let
         auto y = tf::sum(tf::square(hs) * tf::reshape<5, 1>(tf::constant<tf::shape<5>>({1.0, -2.0, 0.5, 3.0, 1.5})));
         TFTEST_CHECK_GRAD("joint", y, W, b, xs, h0);
     }
@@ -117,7 +117,7 @@ TEST_CASE("scan gradients: one reverse loop for the carry and the leaves, or a s
                 return tf::tanh(tf::reshape<2>(tf::matmul(tf::reshape<1, 2>(h), W)) + b + x) * tf::cast<double>(scale);
             },
             xs, h0);
-        static_assert(!tf::detail::joint_ok<decltype(hs)>());
+        static_assert(!tf::detail::joint_ok<typename decltype(hs)::value_expression>());
         auto y = tf::sum(tf::square(hs) * tf::reshape<5, 1>(tf::constant<tf::shape<5>>({1.0, -2.0, 0.5, 3.0, 1.5})));
         TFTEST_CHECK_GRAD("per leaf", y, W, b, xs, h0);
     }

@@ -389,6 +389,32 @@ auto scan_body(const void* b) {
                                                                 gather(std::declval<const Elems&>(), std::declval<const I&>())))>;
     return let([b] { return *static_cast<const B*>(b); });
 }
+// The type of the scan node make_scan_of builds.
+template <bool Pure, bool Rows, class Fn, class Elems, class Init>
+struct scan_node_types {
+    using D = device_t<Init>;
+    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
+    using I = node<op::loop_counter<Fn, D, Pure>>;
+    using Row = decltype(gather(std::declval<const Elems&>(), std::declval<const I&>()));
+    using Body = decltype(scan_body<Pure, Fn, Elems, Init>(nullptr));
+    using Probe = std::remove_cvref_t<decltype(std::declval<Fn&>()(
+        std::declval<const loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>&>(),
+        std::declval<const loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>&>()))>;
+    using L = typename cond_leaves<graph::topo_t<Probe>>::type;
+    using type = std::remove_cvref_t<decltype(make_scan(std::declval<const V&>(), std::declval<const I&>(),
+                                                        std::declval<const Body&>(), std::declval<const Elems&>(),
+                                                        std::declval<const scan_fn<Fn, D, Rows>&>(),
+                                                        std::declval<const Probe&>(), L{}))>;
+};
+template <bool Pure, bool Rows, class Fn, class Elems, class Init>
+using scan_node_t = typename scan_node_types<Pure, Rows, Fn, Elems, Init>::type;
+// What tf::scan returns: its node in a tf::let (a view of the stacked
+// carries), named by fn, elems and init: every node that reads the scan, and
+// its gradient, spell that name instead of the scan's children.
+template <bool Pure, bool Rows, class Fn, class Elems, class Init>
+auto scan_let(const void* n) {
+    return let([n] { return *static_cast<const scan_node_t<Pure, Rows, Fn, Elems, Init>*>(n); });
+}
 template <bool Pure, bool Rows, class Fn, class Elems, class Init>
 decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
     {
@@ -411,7 +437,9 @@ decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
             keep.data = std::make_shared<const typename scan_fn<Fn, D, Rows>::box>(typename scan_fn<Fn, D, Rows>::box{true, fn});
             const auto body = scan_body<Pure, Fn, Elems, Init>(&b);
             static_assert(std::is_same_v<typename decltype(body)::value_expression, std::remove_cvref_t<decltype(b)>>);
-            return detail::make_scan(v, i, body, elems, keep, probe, L{});
+            const auto n = detail::make_scan(v, i, body, elems, keep, probe, L{});
+            static_assert(std::is_same_v<std::remove_cvref_t<decltype(n)>, scan_node_t<Pure, Rows, Fn, Elems, Init>>);
+            return scan_let<Pure, Rows, Fn, Elems, Init>(&n);
         }
     }
 }
@@ -735,15 +763,33 @@ const auto& kept_piece(const N& n, const G& g, F build) {
     using E = decltype(build());
     return autodiff::rule_memo::get<E>(n.template child<5>().data.get(), &rule_type_tag<E>, g.identity(), build);
 }
-// Step r of scan node n recomputed: the stand-ins for the carry entering it
-// (c) and its row (x), and the step function applied to them (y).
-template <class N, class R>
-auto recomputed_step(const N& n, const R& r) {
-    using D = device_t<N>;
+// The let tf::scan returned for scan node n (detail::scan_let): a scan's
+// gradient reads the stacked carries through it, so its nodes spell the
+// let's short name instead of the scan's. One per scan and adjoint.
+template <class N>
+struct scan_let_args;
+template <class Tag, bool Pure, class Init, class I, class B, class C, class E, class Fn, class D, bool Rows, class... Ls>
+struct scan_let_args<node<op::loop<true>, node<op::loop_var<Tag, Pure>, Init>, I, B, C, E, scan_fn<Fn, D, Rows>, Ls...>> {
+    static auto make(const void* n) { return scan_let<Pure, Rows, Fn, E, Init>(n); }
+};
+template <class N, class G>
+const auto& scan_value(const N& n, const G& g) {
+    return kept_piece(n, g, [&] {
+        auto s = scan_let_args<N>::make(&n);
+        static_assert(std::is_same_v<typename decltype(s)::value_expression, N>);
+        return s;
+    });
+}
+// Step r of the scan under s (scan_value) recomputed: the stand-ins for the
+// carry entering it (c) and its row (x), and the step function applied to them (y).
+template <class S, class R>
+auto recomputed_step(const S& s, const R& r) {
+    const auto& n = s.template child<0>();
+    using D = device_t<S>;
     const literal<std::int32_t, 0, 1, D> zero;
     const literal<std::int32_t, 1, 1, D> one;
     const auto& init = n.template child<0>().template child<0>();
-    const auto carry = identity(stop_gradient(where(equal(r, zero), init, gather(n, maximum(r - one, zero)))));
+    const auto carry = identity(stop_gradient(where(equal(r, zero), init, gather(s, maximum(r - one, zero)))));
     const auto row = identity(stop_gradient(gather(n.template child<4>(), r)));
     const auto out = n.template child<5>().data->fn(carry, row);
     struct step {
@@ -758,13 +804,14 @@ auto recomputed_step(const N& n, const R& r) {
 // per scan and adjoint while a gradient is built (kept by the builder:
 // autodiff::rule_memo), so that a node identified by object (a cost holding
 // an anonymous constant) stays one object in every piece.
-template <class N, class G>
-auto build_scan_parts(const N& n, const G& g) {
-    using D = device_t<N>;
+template <class S, class G>
+auto build_scan_parts(const S& s, const G& g) {
+    const auto& n = s.template child<0>();
+    using D = device_t<S>;
     const auto& init = n.template child<0>().template child<0>();
-    const auto gy = broadcast_like(g, n);  // [T, carry]
+    const auto gy = broadcast_like(g, s);  // [T, carry]
     const auto len = cast<std::int32_t>(make_node<op::reduced_count<0>>(n.template child<4>()));
-    const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
+    const auto zc = broadcast_like(literal<value_type_t<S>, 0, 1, D>{}, init);
     return std::tuple<decltype(gy), decltype(len), decltype(zc)>(gy, len, zc);
 }
 // The adjoints of scan node n's carries, from the last step back: row s is
@@ -774,17 +821,18 @@ auto build_scan_parts(const N& n, const G& g) {
 // read it spell the let's name, not the reverse scan's graph), built by a
 // function of N and the parts alone, so the scans that read it for each
 // child are of one type.
-template <class N, class P>
-auto build_scan_back(const void* np, const void* pp) {  // by address: the let's name spells N and P once
-    const N& n = *static_cast<const N*>(np);
+template <class S, class P>
+auto build_scan_back(const void* sp, const void* pp) {  // by address: the let's name spells S and P once
+    const S& sv = *static_cast<const S*>(sp);
+    const auto& n = sv.template child<0>();
     const P& parts = *static_cast<const P*>(pp);
     using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
-    const literal<std::int32_t, 1, 1, device_t<N>> one;
+    const literal<std::int32_t, 1, 1, device_t<S>> one;
     const auto& [gy, len, zc] = parts;
     return let([&] {
         return indexed_scan<scan_grad_tag<Fn, 0>>(n.template child<4>(), zc, [&](const auto& a, const auto& s) {
             const auto r = len - one - s;
-            const auto st = recomputed_step(n, r);
+            const auto st = recomputed_step(sv, r);
             return seeded_grad(st.y, gather(gy, r) + a, st.c);
         });
     });
@@ -794,8 +842,12 @@ auto build_scan_back(const void* np, const void* pp) {  // by address: the let's
 // recomputes the step function once, and one builder gives its adjoints of
 // the carry and of every leaf (one backward pass through the step). Not
 // stacked: only its final value is read. Returns that final carry.
-template <class N, class P>
-auto build_scan_joint(const N& n, const P& parts) {
+template <class S, class P>
+auto build_scan_joint(const void* sp, const void* pp) {  // by address, as build_scan_back
+    const S& sv = *static_cast<const S*>(sp);
+    const P& parts = *static_cast<const P*>(pp);
+    using N = typename S::value_expression;
+    const N& n = sv.template child<0>();
     using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
     using D = device_t<N>;
     using C = value_type_t<N>;
@@ -809,7 +861,7 @@ auto build_scan_joint(const N& n, const P& parts) {
         return let([&] {
             return indexed_loop<scan_grad_tag<Fn, 3>>(len, start, [&](const auto& v, const auto& s) {
                 const auto r = len - one - s;
-                const auto st = recomputed_step(n, r);
+                const auto st = recomputed_step(sv, r);
                 const auto seed = gather(gy, r) + reshape_like(slice<off_c>(v, sizes<-1>), st.c);
                 autodiff::builder<std::remove_cvref_t<decltype(st.y)>, std::remove_cvref_t<decltype(seed)>> grads(st.y, seed);
                 return joint_concat(slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
@@ -831,12 +883,14 @@ auto flat_rows(const E& e) {
 }
 // A scan with independent rows, differentiated every step at once: the
 // carries entering the steps, flattened to [time * batch, ...] and cut from
-// the gradient (stop_gradient), as a tf::let whose name spells N once (the
-// step's gradient reads it many times). By address: see scan_body.
-template <class N>
-auto rows_carries(const void* np) {
-    const N& n = *static_cast<const N*>(np);
-    return let([&n] {
+// the gradient (stop_gradient), as a tf::let whose name spells S (the
+// scan's let) once: the step's gradient reads it many times. By address: see scan_body.
+template <class S>
+auto rows_carries(const void* sp) {
+    const S& sv = *static_cast<const S*>(sp);
+    return let([&sv] {
+        using N = typename S::value_expression;
+        const N& n = sv.template child<0>();
         using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
         using D = device_t<N>;
         const literal<std::int32_t, 0, 1, D> zero;
@@ -845,27 +899,29 @@ auto rows_carries(const void* np) {
         const auto& elems = n.template child<4>();
         const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
         const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) {
-            return where(equal(t, zero), init, gather(n, maximum(t - one, zero)));
+            return where(equal(t, zero), init, gather(sv, maximum(t - one, zero)));
         });
         return identity(stop_gradient(flat_rows(carries)));
     });
 }
 // The adjoints of the steps' results (n's adjoint is g: its row, and what
 // the later steps send back through the reverse scan), flattened as
-// rows_carries, as a tf::let whose name spells N and G once.
-template <class N, class G>
-auto rows_seeds(const void* np, const void* gp) {
-    const N& n = *static_cast<const N*>(np);
+// rows_carries, as a tf::let whose name spells S and G once.
+template <class S, class G>
+auto rows_seeds(const void* sp, const void* gp) {
+    const S& sv = *static_cast<const S*>(sp);
     const G& g = *static_cast<const G*>(gp);
-    return let([&n, &g] {
+    return let([&sv, &g] {
+        using N = typename S::value_expression;
+        const N& n = sv.template child<0>();
         using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
         using D = device_t<N>;
         const literal<std::int32_t, 0, 1, D> zero;
         const literal<std::int32_t, 1, 1, D> one;
         const literal<std::int32_t, 2, 1, D> two;
-        const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(n, g); });
+        const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(sv, g); });
         const auto& [gy, len, zc] = parts;
-        const auto& back = kept_piece(n, g, [&] { return build_scan_back<N, std::remove_cvref_t<decltype(parts)>>(&n, &parts); });
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back<S, std::remove_cvref_t<decltype(parts)>>(&sv, &parts); });
         const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(n.template child<4>(), zc, [&](const auto&, const auto& t) {
             return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
         });
@@ -890,13 +946,16 @@ auto scan_adjoint(const N& n, const G& g) {
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
     const literal<i32, 2, 1, D> two;
-    const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(n, g); });
+    const auto& sv = scan_value(n, g);
+    using S = std::remove_cvref_t<decltype(sv)>;
+    const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(sv, g); });
+    using P = std::remove_cvref_t<decltype(parts)>;
     const auto& gy = std::get<0>(parts);  // [T, carry]
     const auto& len = std::get<1>(parts);
     const auto& zc = std::get<2>(parts);
     if constexpr (!rows && I != 4 && joint_ok<N>()) {
         using L = loop_leaves<N>;
-        const auto& joint = kept_piece(n, g, [&] { return build_scan_joint(n, parts); });
+        const auto& joint = kept_piece(n, g, [&] { return build_scan_joint<S, P>(&sv, &parts); });
         if constexpr (I == 0) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), init);
         } else {
@@ -904,15 +963,15 @@ auto scan_adjoint(const N& n, const G& g) {
             return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
         }
     } else {
-        const auto& back = kept_piece(n, g, [&] { return build_scan_back<N, std::remove_cvref_t<decltype(parts)>>(&n, &parts); });
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back<S, P>(&sv, &parts); });
         if constexpr (I == 0) {
             return cond(len > zero, [&] { return gather(back, maximum(len - one, zero)); }, [&] { return zc; });
         } else if constexpr (rows) {
             // every step at once: the carries entering the steps, the rows and the steps' adjoints,
             // stacked [time, batch, ...] and flattened to [time * batch, ...]
             const auto x = identity(stop_gradient(flat_rows(elems)));
-            const auto y = fn(rows_carries<N>(&n), x);
-            const auto seeds = rows_seeds<N, G>(&n, &g);
+            const auto y = fn(rows_carries<S>(&sv), x);
+            const auto seeds = rows_seeds<S, G>(&sv, &g);
             if constexpr (I == 4) return reshape_like(seeded_grad(y, seeds, x), elems);
             else return seeded_grad(y, seeds, n.template child<I>());
         } else {
@@ -924,14 +983,14 @@ auto scan_adjoint(const N& n, const G& g) {
                 // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
                 const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
                 return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
-                    const auto st = recomputed_step(n, t);
+                    const auto st = recomputed_step(sv, t);
                     return seeded_grad(st.y, adj_at(t), st.x);
                 });
             } else {
                 const auto& p = n.template child<I>();
                 const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
                 const auto steps = indexed_scan<scan_grad_tag<Fn, I>>(elems, zp, [&](const auto&, const auto& t) {
-                    return seeded_grad(recomputed_step(n, t).y, adj_at(t), p);
+                    return seeded_grad(recomputed_step(sv, t).y, adj_at(t), p);
                 });
                 return sum<0>(steps);
             }
@@ -1040,7 +1099,7 @@ const auto& while_forward(const N& n) {
     std::lock_guard<std::mutex> lock(box.m);
     if (!box.forward) {
         auto f = std::make_shared<E>(build_while_forward(n));
-        box.forward_scan = f->first.template child<0>().identity();  // the scan below the let
+        box.forward_scan = f->first.template child<0>().template child<0>().identity();  // the scan below the lets
         box.forward = std::move(f);
     }
     return *static_cast<const E*>(box.forward.get());

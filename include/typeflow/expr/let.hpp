@@ -24,6 +24,19 @@ struct identity {
     template <class X>
     TYPEFLOW_HOST_DEVICE static constexpr X apply(X x) { return x; }
 };
+/// node<let_view, X>: X's value as a view of its buffer (a tf::let over an
+/// expression that is not element-wise: a loop, a matrix product, a leaf).
+struct let_view {
+    static constexpr op_kind kind = op_kind::view;
+    static constexpr std::string_view name = "let";
+    template <class X>
+    struct traits {
+        using value_type = value_type_t<X>;
+        using shape_type = shape_t<X>;
+        using device = device_t<X>;
+    };
+    static dims infer(dims x) { return x; }
+};
 }  // namespace op
 
 /// The value of x, as a node of its own (TensorFlow's tf.identity).
@@ -41,9 +54,34 @@ struct gradient<op::identity> {
     }
 };
 
+/// let_view: the adjoint passes through.
+template <>
+struct gradient<op::let_view> {
+    template <std::size_t I, class N, class G>
+    static auto vjp(const N&, const G& g) {
+        return g;
+    }
+};
+
 namespace detail {
 template <class F>
 using let_value_t = std::remove_cvref_t<std::invoke_result_t<F&>>;
+template <class X>
+struct let_op {
+    using type = op::let_view;
+};
+template <class X>
+    requires(is_node_v<X> && X::op::kind == op_kind::elementwise)
+struct let_op<X> {
+    using type = op::identity;
+};
+template <class F>
+struct let_op<let_node<F>> {
+    using type = typename let_node<F>::op;
+};
+// op::identity over an element-wise value (it fuses with it), else op::let_view (no copy)
+template <class F>
+using let_op_t = typename let_op<let_value_t<F>>::type;
 }  // namespace detail
 
 /// The node tf::let makes: the identity of the expression F returns, with F
@@ -52,10 +90,11 @@ using let_value_t = std::remove_cvref_t<std::invoke_result_t<F&>>;
 /// built of such steps (debug information, diagnostics) grow with the number
 /// of steps, not with the number of paths through them.
 template <class F>
-class let_node : public node<op::identity, detail::let_value_t<F>> {
+class let_node : public node<detail::let_op_t<F>, detail::let_value_t<F>> {
 public:
     using value_expression = detail::let_value_t<F>;
-    explicit let_node(const value_expression& x) : node<op::identity, value_expression>(detail::children_tag{}, x) {}
+    explicit let_node(const value_expression& x)
+        : node<detail::let_op_t<F>, value_expression>(detail::children_tag{}, x) {}
 };
 
 namespace detail {
@@ -82,8 +121,10 @@ inline constexpr bool is_let_v<let_node<F>> = true;
 /// steps needs gigabytes of compiler memory. Wrapped in tf::let, each step's
 /// name is `let_node<f()::<lambda()>>`, however deep the graph. Write the
 /// lambda in a function that is not a template (the closure's name includes
-/// the enclosing function's template arguments). The node is an element-wise
-/// identity: it fuses with the step below it, and tf::grad passes through it.
+/// the enclosing function's template arguments). Over an element-wise step the
+/// node is an element-wise identity that fuses with it; over anything else (a
+/// loop, a matrix product, a leaf) a view of its buffer, so nothing is copied.
+/// tf::grad passes through it.
 template <class F>
     requires std::invocable<F&>
 decltype(auto) let(F step) {
