@@ -263,6 +263,20 @@ TEST_CASE("scan gradients through 1 and 2 and 50 steps and nested scans and a sc
         auto y = tf::sum(tf::square(hs));
         TFTEST_CHECK_GRAD("cond in a scan", y, W, h0, ys);
     }
+    SECTION("a cond inside the step of a scan with independent rows: the carries' adjoints flow through it") {
+        // the gradient evaluates every step at once, on the carries as one grad entry (in a tf::let)
+        tf::variable<"ys", double, tf::shape<5, 3, 2>> ys{tf::init::normal{0.0, 1.0, 66}};
+        tf::variable<"g0", double, tf::shape<3, 2>> g0{tf::init::normal{0.0, 1.0, 67}};
+        auto hs = tf::scan(
+            [&](const auto& h, const auto& x) {
+                // literals: the gradient applies the step again (anonymous constants would be two nodes of one type)
+                return tf::cond(tf::sum(W) > tf::literal<double, -1000>{}, [&] { return tf::tanh(tf::matmul(h, W) + x); },
+                                [&] { return h * tf::literal<double, 1, 2>{} - x; });
+            },
+            ys, g0, tf::independent_rows);
+        auto y = tf::sum(tf::square(hs));
+        TFTEST_CHECK_GRAD("cond in a scan with independent rows", y, W, g0, ys);
+    }
     SECTION("a scan inside a cond, both branches") {
         tf::variable<"ys", double, tf::shape<4, 2>> ys{tf::init::normal{0.0, 1.0, 64}};
         const auto scanned = [&] { return tf::gather(tf::scan(step, ys, h0), tf::literal<std::int32_t, 3>{}); };

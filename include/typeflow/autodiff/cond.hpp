@@ -106,6 +106,8 @@ template <class T>
 inline constexpr bool is_grad_entry_v = false;
 template <class X>
 inline constexpr bool is_grad_entry_v<node<op::identity, node<op::stop_gradient, X>>> = true;
+template <class F>  // one in a tf::let (scan's gradient passes its carries so)
+inline constexpr bool is_grad_entry_v<let_node<F>> = is_grad_entry_v<typename let_node<F>::value_expression>;
 template <class T>
 inline constexpr bool cond_leaf_v = [] {
     if constexpr (is_grad_entry_v<T>) return std::is_floating_point_v<value_type_t<T>>;

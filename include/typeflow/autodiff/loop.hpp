@@ -782,14 +782,25 @@ const auto& scan_value(const N& n, const G& g) {
 }
 // Step r of the scan under s (scan_value) recomputed: the stand-ins for the
 // carry entering it (c) and its row (x), and the step function applied to them (y).
+// The carry entering step r of the scan under s, cut from the gradient, as a
+// tf::let named by S and R (the step's gradient reads it many times). By
+// address: see scan_body.
+template <class S, class R>
+auto carry_entering(const void* sp, const void* rp) {
+    const S& s = *static_cast<const S*>(sp);
+    const R& r = *static_cast<const R*>(rp);
+    return let([&s, &r] {
+        using D = device_t<S>;
+        const literal<std::int32_t, 0, 1, D> zero;
+        const literal<std::int32_t, 1, 1, D> one;
+        const auto& init = s.template child<0>().template child<0>().template child<0>();
+        return identity(stop_gradient(where(equal(r, zero), init, gather(s, maximum(r - one, zero)))));
+    });
+}
 template <class S, class R>
 auto recomputed_step(const S& s, const R& r) {
     const auto& n = s.template child<0>();
-    using D = device_t<S>;
-    const literal<std::int32_t, 0, 1, D> zero;
-    const literal<std::int32_t, 1, 1, D> one;
-    const auto& init = n.template child<0>().template child<0>();
-    const auto carry = identity(stop_gradient(where(equal(r, zero), init, gather(s, maximum(r - one, zero)))));
+    const auto carry = carry_entering<S, R>(&s, &r);
     const auto row = identity(stop_gradient(gather(n.template child<4>(), r)));
     const auto out = n.template child<5>().data->fn(carry, row);
     struct step {
@@ -934,7 +945,7 @@ auto rows_seeds(const void* sp, const void* gp) {
 // initial carry's and the leaves' adjoints come from the joint reverse loop
 // when it applies; the rows' adjoints (and the rest) read the reverse scan.
 template <std::size_t I, class N, class G>
-auto scan_adjoint(const N& n, const G& g) {
+auto scan_adjoint_expr(const N& n, const G& g) {
     const auto& v = n.template child<0>();
     const auto& init = v.template child<0>();
     const auto& elems = n.template child<4>();
@@ -996,6 +1007,19 @@ auto scan_adjoint(const N& n, const G& g) {
             }
         }
     }
+}
+// scan_adjoint_expr<I>(n, g) as a tf::let named by I, the scan's let (S) and
+// G: the gradient's later nodes (through the ops that made elems, into the
+// variables) spell that name, not the adjoint's graph. By address: see scan_body.
+template <std::size_t I, class S, class G>
+auto scan_adjoint_let(const void* r) {
+    using R = decltype(scan_adjoint_expr<I>(std::declval<const typename S::value_expression&>(), std::declval<const G&>()));
+    return let([r] { return *static_cast<const R*>(r); });
+}
+template <std::size_t I, class N, class G>
+auto scan_adjoint(const N& n, const G& g) {
+    const auto r = scan_adjoint_expr<I>(n, g);
+    return scan_adjoint_let<I, std::remove_cvref_t<decltype(scan_value(n, g))>, G>(&r);
 }
 }  // namespace detail
 
