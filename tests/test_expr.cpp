@@ -453,6 +453,28 @@ TEST_CASE("let: gradients through let steps match finite differences and the aut
     for (tf::index_t i = 0; i < vgw.size(); ++i) CHECK(vgw[i] == Approx(vrw[i]).epsilon(1e-12));
 }
 
+TEST_CASE("let: over a matrix product the let is a view of its buffer; values and gradients as without it", "[let][grad]") {
+    tf::variable<"A", double, tf::shape<3, 4>> A{tf::init::uniform{-1.0, 1.0}};
+    tf::variable<"B", double, tf::shape<4, 2>> B{tf::init::uniform{-1.0, 1.0}};
+    auto p = tf::let([&] { return tf::matmul(A, B); });
+    STATIC_REQUIRE(std::is_same_v<typename decltype(p)::op, tf::op::let_view>);
+    auto q = tf::let([&] { return tf::tanh(p) + p; });  // over an element-wise value: the identity
+    STATIC_REQUIRE(std::is_same_v<typename decltype(q)::op, tf::op::identity>);
+    tf::session s;
+    const auto [vp, vq] = s.run(tf::fetch(p, q));
+    REQUIRE(vp.dims() == tf::dims{3, 2});
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 2; ++j) {
+            double r = 0;
+            for (int k = 0; k < 4; ++k) r += A.value()(i, k) * B.value()(k, j);
+            CHECK(vp(i, j) == Approx(r).epsilon(1e-12));
+            CHECK(vq(i, j) == Approx(std::tanh(r) + r).epsilon(1e-12));
+        }
+    const auto e = tftest::check_gradients(tf::sum(tf::square(q) * p), A, B);
+    INFO(e.where);
+    CHECK(e.worst <= 1e-6);
+}
+
 TEST_CASE("let: a let step hidden in a tf::expr, trained by an optimizer, and tf::identity", "[let][train]") {
     tf::placeholder<"x", float, row16> x;
     tf::variable<"w", float, tf::shape<16>> w{tf::init::constant{0.25}};

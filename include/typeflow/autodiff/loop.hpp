@@ -785,18 +785,25 @@ const auto& scan_value(const N& n, const G& g) {
 // The carry entering step r of the scan under s, cut from the gradient, as a
 // tf::let named by S and R (the step's gradient reads it many times). By
 // address: see scan_body.
+// The carry entering step r of the scan under s: init for step 0, else
+// the stacked carry of step r - 1.
+template <class S, class R>
+auto carry_before(const S& s, const R& r) {
+    using D = device_t<S>;
+    const literal<std::int32_t, 0, 1, D> zero;
+    const literal<std::int32_t, 1, 1, D> one;
+    const auto& init = s.template child<0>().template child<0>().template child<0>();
+    return where(equal(r, zero), init, gather(s, maximum(r - one, zero)));
+}
 template <class S, class R>
 auto carry_entering(const void* sp, const void* rp) {
     const S& s = *static_cast<const S*>(sp);
     const R& r = *static_cast<const R*>(rp);
-    return let([&s, &r] {
-        using D = device_t<S>;
-        const literal<std::int32_t, 0, 1, D> zero;
-        const literal<std::int32_t, 1, 1, D> one;
-        const auto& init = s.template child<0>().template child<0>().template child<0>();
-        return identity(stop_gradient(where(equal(r, zero), init, gather(s, maximum(r - one, zero)))));
-    });
+    return let([&s, &r] { return identity(stop_gradient(carry_before(s, r))); });
 }
+// The step function a scan node N keeps.
+template <class N>
+using scan_step_fn_t = std::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn)>;
 template <class S, class R>
 auto recomputed_step(const S& s, const R& r) {
     const auto& n = s.template child<0>();
@@ -902,16 +909,9 @@ auto rows_carries(const void* sp) {
     return let([&sv] {
         using N = typename S::value_expression;
         const N& n = sv.template child<0>();
-        using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
-        using D = device_t<N>;
-        const literal<std::int32_t, 0, 1, D> zero;
-        const literal<std::int32_t, 1, 1, D> one;
-        const auto& init = n.template child<0>().template child<0>();
-        const auto& elems = n.template child<4>();
-        const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, D>{}, init);
-        const auto carries = indexed_scan<scan_grad_tag<Fn, 1>>(elems, zc, [&](const auto&, const auto& t) {
-            return where(equal(t, zero), init, gather(sv, maximum(t - one, zero)));
-        });
+        const auto zc = broadcast_like(literal<value_type_t<N>, 0, 1, device_t<N>>{}, n.template child<0>().template child<0>());
+        const auto carries = indexed_scan<scan_grad_tag<scan_step_fn_t<N>, 1>>(
+            n.template child<4>(), zc, [&](const auto&, const auto& t) { return carry_before(sv, t); });
         return identity(stop_gradient(flat_rows(carries)));
     });
 }
@@ -925,7 +925,7 @@ auto rows_seeds(const void* sp, const void* gp) {
     return let([&sv, &g] {
         using N = typename S::value_expression;
         const N& n = sv.template child<0>();
-        using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+        using Fn = scan_step_fn_t<N>;
         using D = device_t<N>;
         const literal<std::int32_t, 0, 1, D> zero;
         const literal<std::int32_t, 1, 1, D> one;

@@ -30,11 +30,7 @@ struct let_view {
     static constexpr op_kind kind = op_kind::view;
     static constexpr std::string_view name = "let";
     template <class X>
-    struct traits {
-        using value_type = value_type_t<X>;
-        using shape_type = shape_t<X>;
-        using device = device_t<X>;
-    };
+    using traits = identity::traits<X>;
     static dims infer(dims x) { return x; }
 };
 }  // namespace op
