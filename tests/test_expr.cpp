@@ -453,7 +453,7 @@ TEST_CASE("let: gradients through let steps match finite differences and the aut
     for (tf::index_t i = 0; i < vgw.size(); ++i) CHECK(vgw[i] == Approx(vrw[i]).epsilon(1e-12));
 }
 
-TEST_CASE("let: over a matrix product the let is a view of its buffer; values and gradients as without it", "[let][grad]") {
+TEST_CASE("let: over a matrix product the let is a view of its buffer, values and gradients as without it", "[let][grad]") {
     tf::variable<"A", double, tf::shape<3, 4>> A{tf::init::uniform{-1.0, 1.0}};
     tf::variable<"B", double, tf::shape<4, 2>> B{tf::init::uniform{-1.0, 1.0}};
     auto p = tf::let([&] { return tf::matmul(A, B); });
