@@ -274,6 +274,46 @@ decltype(auto) make_while(const V& v, const N& n, const B& b, const C& c, const 
         return make_node<op::loop<false>>(v, n, b, c, l, keep, *static_cast<const Ls*>(f.found[J])...);
     }(std::index_sequence_for<Ls...>{});
 }
+// The type of the node tf::while_loop builds for (CondFn, BodyFn, Init).
+template <class CondFn, class BodyFn, class Init>
+struct while_node_types {
+    using D = device_t<Init>;
+    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<BodyFn, false>>(std::declval<const Init&>()))>;
+    using I = node<op::loop_counter<BodyFn, D, false>>;
+    using B = std::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
+    using C = std::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
+    using PX = loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>;
+    using PI = loop_probe<std::int32_t, shape<>, D, 2>;
+    using PB = std::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
+    using PC = std::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
+    using L = typename merge_leaves<typename cond_leaves<graph::topo_t<PB>>::type, typename cond_leaves<graph::topo_t<PC>>::type>::type;
+    using type = std::remove_cvref_t<decltype(make_while(
+        std::declval<const V&>(), std::declval<const I&>(), std::declval<const B&>(), std::declval<const C&>(),
+        std::declval<const scalar<std::int64_t, D>&>(), std::declval<const while_fn<CondFn, BodyFn, D>&>(),
+        std::declval<const PB&>(), std::declval<const PC&>(), L{}))>;
+};
+template <class CondFn, class BodyFn, class Init>
+using while_node_t = typename while_node_types<CondFn, BodyFn, Init>::type;
+// CondFn, BodyFn and Init of while node N.
+template <class N>
+struct while_node_args;
+template <class Init, class I, class B, class C, class L, class CondFn, class BodyFn, class D, class... Ls>
+struct while_node_args<node<op::loop<false>, node<op::loop_var<BodyFn, false>, Init>, I, B, C, L, while_fn<CondFn, BodyFn, D>, Ls...>> {
+    using cond_fn = CondFn;
+    using body_fn = BodyFn;
+    using init = Init;
+};
+// What tf::while_loop returns: its node in a tf::let (a view of the
+// variable's final value), named by CondFn, BodyFn and Init: the nodes that
+// read the loop, and its gradient, spell that name instead of the loop's
+// children.
+template <class CondFn, class BodyFn, class Init>
+struct while_let {
+    const void* n;
+    const while_node_t<CondFn, BodyFn, Init>& operator()() const {
+        return *static_cast<const while_node_t<CondFn, BodyFn, Init>*>(n);
+    }
+};
 }  // namespace detail
 
 /// Runs `body_fn` on a loop variable while `cond_fn` holds, at most
@@ -317,7 +357,9 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
             using K = while_fn<CondFn, BodyFn, D>;
             K keep;
             keep.data = std::shared_ptr<const typename K::box>(new typename K::box(cond_fn, body_fn, maximum_iterations));
-            return detail::make_while(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations}, keep, pb, pc, L{});
+            const auto n = detail::make_while(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations}, keep, pb, pc, L{});
+            static_assert(std::is_same_v<std::remove_cvref_t<decltype(n)>, detail::while_node_t<CondFn, BodyFn, Init>>);
+            return let(detail::while_let<CondFn, BodyFn, Init>{&n});
         }
     }
 }
@@ -1075,15 +1117,37 @@ namespace typeflow {
 namespace detail {
 template <class Fn, std::size_t K>
 struct while_grad_tag {};
+template <class Init>
+using while_x0_t = std::remove_cvref_t<decltype(identity(stop_gradient(std::declval<const Init&>())))>;
+// A step of the scan a while loop's gradient recomputes the loop with: the
+// carry s is [taken, the variable's elements] (flattened); the step takes
+// the body while the loop is alive and its condition holds (taken = 1), and
+// copies the variable otherwise (taken = 0; a cond: only the taken side
+// runs). A named type, not a closure: its name spells CondFn, BodyFn and
+// Init, not the loop's graph.
+template <class CondFn, class BodyFn, class Init>
+struct while_step {
+    CondFn cond_fn;
+    BodyFn body_fn;
+    while_x0_t<Init> x0;
+    template <class S, class I>
+    auto operator()(const S& s, const I& t) const {
+        using D = device_t<Init>;
+        using T = value_type_t<Init>;
+        const auto x = reshape_like(slice<1>(s, sizes<-1>), x0);
+        const auto alive = sum(slice<0>(s, sizes<1>)) > literal<T, 1, 2, D>{};
+        return cond(
+            logical_and(alive, call_loop_fn(cond_fn, t, x)),
+            [&] { return concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(call_loop_fn(body_fn, t, x))); },
+            [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
+    }
+};
 // The forward graph a while loop's gradient reads: the loop as a tf::scan
-// over its iterations 0 .. maximum_iterations - 1, whose carry is
-// [taken, the variable's elements] (flattened): a step takes the body while
-// the loop is alive and its condition holds (taken = 1), and copies the
-// variable otherwise (taken = 0; a cond: only the taken side runs). The
-// variable enters as x0 = identity(stop_gradient(init)). Returns (the
-// stacked carries, x0).
+// over its iterations 0 .. maximum_iterations - 1 (steps: while_step), the
+// variable entering as x0 = identity(stop_gradient(init)).
 template <class N>
-auto build_while_forward(const N& n) {
+auto build_while_scan(const N& n) {
+    using A = while_node_args<N>;
     const auto& init = n.template child<0>().template child<0>();
     const auto& fns = *n.template child<5>().data;
     using D = device_t<N>;
@@ -1097,21 +1161,22 @@ auto build_while_forward(const N& n) {
     }
     const auto x0 = identity(stop_gradient(init));
     const auto start = concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(x0));
-    auto cond_fn = fns.cond;
-    auto body_fn = fns.body;
-    // in a tf::let: the nodes that read it spell the let's name (N's), not the scan's graph
-    const auto hs = let([&] {
-        return scan(
-            [cond_fn, body_fn, x0](const auto& s, const auto& t) {
-                const auto x = reshape_like(slice<1>(s, sizes<-1>), x0);
-                const auto alive = sum(slice<0>(s, sizes<1>)) > literal<T, 1, 2, D>{};
-                return cond(
-                    logical_and(alive, call_loop_fn(cond_fn, t, x)),
-                    [&] { return concat<0>(reshape<1>(literal<T, 1, 1, D>{}), reshape<-1>(call_loop_fn(body_fn, t, x))); },
-                    [&] { return concat<0>(reshape<1>(literal<T, 0, 1, D>{}), reshape<-1>(x)); });
-            },
-            iota, start);
-    });
+    return scan(while_step<typename A::cond_fn, typename A::body_fn, typename A::init>{fns.cond, fns.body, x0}, iota, start);
+}
+// build_while_scan of the while node at n, as a tf::let named by CondFn,
+// BodyFn and Init: the nodes that read it spell that name, not the loop's.
+template <class CondFn, class BodyFn, class Init>
+struct while_forward_let {
+    const void* n;
+    auto operator()() const { return build_while_scan(*static_cast<const while_node_t<CondFn, BodyFn, Init>*>(n)); }
+};
+// Returns (the forward scan's stacked carries in a tf::let, x0).
+template <class N>
+auto build_while_forward(const N& n) {
+    using A = while_node_args<N>;
+    static_assert(std::is_same_v<N, while_node_t<typename A::cond_fn, typename A::body_fn, typename A::init>>);
+    const auto hs = let(while_forward_let<typename A::cond_fn, typename A::body_fn, typename A::init>{&n});
+    const auto x0 = identity(stop_gradient(n.template child<0>().template child<0>()));
     return std::make_pair(hs, x0);
 }
 // build_while_forward(n), built once per loop (kept in the loop's while_fn
