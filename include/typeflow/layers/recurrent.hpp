@@ -55,6 +55,17 @@ auto zero_state(const Z& z) {
     using T = value_type_t<Z>;
     return broadcast_like(literal<T, 0, 1, device_t<Z>>{}, sum<0>(slice<0, 0, 0>(z, sizes<-1, -1, Units>)));
 }
+// zero_state<Units>(*z) as a tf::let: the scan's name spells Z once, not
+// the graph that reads z's shape.
+template <index_t Units, class Z>
+struct zero_state_of {
+    const Z* z;
+    auto operator()() const { return zero_state<Units>(*z); }
+};
+template <index_t Units, class Z>
+auto zero_state_let(const Z& z) {
+    return let(zero_state_of<Units, Z>{&z});
+}
 // The last step of a stack [time, batch, n].
 template <class H>
 auto last_step(const H& hs) {
@@ -166,13 +177,27 @@ struct simple_rnn {
             init::orthogonal{}};
         variable<detail::var_name<Name, "bias">(), T, shape<Units>, D> bias{init::zeros{}};
 
+        // One step: h_t from h_{t-1} [batch, units] and x_t W + b. A named
+        // type, as the inputs' let: the scan's name spells bind, not x.
+        struct step {
+            const bind* self;
+            template <class H, class Z>
+            auto operator()(const H& h, const Z& zt) const {
+                return typeflow::tanh(zt + matmul(h, self->recurrent_kernel));
+            }
+        };
+        // x_t W + b for every step [time, batch, units], as a tf::let named by bind and X
+        template <class X>
+        struct inputs {
+            const bind* self;
+            const X* x;
+            auto operator()() const { return matmul(transpose<1, 0, 2>(*x), self->kernel) + self->bias; }
+        };
         // every step's state [time, batch, units]
         template <class K, class X>
         auto steps(const X& x, const K* mask) const {
-            const auto z = matmul(transpose<1, 0, 2>(x), kernel) + bias;  // [time, batch, units]
-            return detail::run_steps<Units>(
-                [this](const auto& h, const auto& zt) { return typeflow::tanh(zt + matmul(h, recurrent_kernel)); }, z,
-                detail::zero_state<Units>(z), mask);
+            const auto z = let(inputs<X>{this, &x});
+            return detail::run_steps<Units>(step{this}, z, detail::zero_state_let<Units>(z), mask);
         }
         template <class F>
         void for_each_variable(F&& f) const {
@@ -253,20 +278,34 @@ struct gru {
             init::orthogonal{}};
         variable<detail::var_name<Name, "bias">(), T, shape<2, 3 * Units>, D> bias{init::zeros{}};
 
+        // One step: h_t from h_{t-1} [batch, units] and a = x_t W + b_in. A
+        // named type, as the inputs' let: the scan's name spells bind, not x.
+        struct step {
+            const bind* self;
+            template <class H, class A>
+            auto operator()(const H& h, const A& a) const {
+                const auto r_ = matmul(h, self->recurrent_kernel) + reshape<3 * Units>(slice<1, 0>(self->bias, sizes<1, -1>));
+                const auto u = typeflow::sigmoid(detail::gate<0, Units>(a) + detail::gate<0, Units>(r_));
+                const auto r = typeflow::sigmoid(detail::gate<1, Units>(a) + detail::gate<1, Units>(r_));
+                const auto n = typeflow::tanh(detail::gate<2, Units>(a) + r * detail::gate<2, Units>(r_));
+                return u * h + (literal<value_type_t<H>, 1, 1, device_t<H>>{} - u) * n;
+            }
+        };
+        // x_t W + b_in for every step [time, batch, 3 units], as a tf::let named by bind and X
+        template <class X>
+        struct inputs {
+            const bind* self;
+            const X* x;
+            auto operator()() const {
+                const auto b_in = reshape<3 * Units>(slice<0, 0>(self->bias, sizes<1, -1>));
+                return matmul(transpose<1, 0, 2>(*x), self->kernel) + b_in;
+            }
+        };
         // every step's state [time, batch, units]
         template <class K, class X>
         auto steps(const X& x, const K* mask) const {
-            const auto b_in = reshape<3 * Units>(slice<0, 0>(bias, sizes<1, -1>));
-            const auto z = matmul(transpose<1, 0, 2>(x), kernel) + b_in;  // [time, batch, 3 units]
-            return detail::run_steps<3 * Units>(
-                [this](const auto& h, const auto& a) {
-                    const auto r_ = matmul(h, recurrent_kernel) + reshape<3 * Units>(slice<1, 0>(bias, sizes<1, -1>));
-                    const auto u = typeflow::sigmoid(detail::gate<0, Units>(a) + detail::gate<0, Units>(r_));
-                    const auto r = typeflow::sigmoid(detail::gate<1, Units>(a) + detail::gate<1, Units>(r_));
-                    const auto n = typeflow::tanh(detail::gate<2, Units>(a) + r * detail::gate<2, Units>(r_));
-                    return u * h + (literal<value_type_t<decltype(h)>, 1, 1, device_t<decltype(h)>>{} - u) * n;
-                },
-                z, detail::zero_state<Units>(z), mask);
+            const auto z = let(inputs<X>{this, &x});
+            return detail::run_steps<3 * Units>(step{this}, z, detail::zero_state_let<Units>(z), mask);
         }
         template <class F>
         void for_each_variable(F&& f) const {
