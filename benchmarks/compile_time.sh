@@ -58,8 +58,10 @@
 #    $DEBUG_DEPTHS written with auto steps (chain_auto_D), with tf::let steps
 #    (chain_let_D), with tf::expr steps (chain_expr_D) and as tf::repeat
 #    (chain_repeat_D), and the loop gradients of section 5 of the kinds in
-#    $DEBUG_LOOP_KINDS (loop_grad_K; 0 scan, 1 scan with a cond, 2 while).
-#    SKIP_DEBUG=1 leaves it out.
+#    $DEBUG_LOOP_KINDS (loop_grad_K; 0 scan, 1 scan with a cond, 2 while),
+#    and the unit-test files tests/test_<name>.cpp named in $DEBUG_TESTS
+#    (default none; "all" for every one; test_<name> lines). SKIP_DEBUG=1
+#    leaves it out.
 #
 # 5. compile_loop_grad: a loop's gradient (LOOP_GRAD_ONLY=1: this alone; see
 #    section 5 below).
@@ -245,9 +247,18 @@ gen_chain_repeat() {  # gen_chain_repeat <depth> <file>
 DEBUG_EXAMPLES="${DEBUG_EXAMPLES:-readme_training iris_logistic custom_op fashion_mnist_cnn}"
 DEBUG_DEPTHS="${DEBUG_DEPTHS:-4 8 160}"
 DEBUG_LOOP_KINDS="${DEBUG_LOOP_KINDS:-0 1 2}"
+DEBUG_TESTS="${DEBUG_TESTS:-}"
 debug_section() {
     local REPEATS=1 names=() n d v
     declare -A defs=()
+    if [[ "$DEBUG_TESTS" == all ]]; then
+        DEBUG_TESTS="$(cd "$root/tests" && ls test_*.cpp | sed 's/^test_//; s/\.cpp$//' | tr '\n' ' ')"
+    fi
+    for n in $DEBUG_TESTS; do
+        for v in o2 g o2g; do SRC[dbg_test_${n}_$v]="$root/tests/test_$n.cpp"; done
+        defs[dbg_test_$n]="-I$root/tests -DTYPEFLOW_TEST_DATA_DIR=\"$root/tests/data\""
+        names+=("dbg_test_$n")
+    done
     for n in $DEBUG_EXAMPLES; do
         for v in o2 g o2g; do SRC[dbg_${n}_$v]="$root/examples/$n.cpp"; done
         names+=("dbg_$n")

@@ -304,9 +304,25 @@ auto unbroadcast(const C& child, const V& v) {
     }
 }
 
+template <class Y, class Seed>
+class builder;
+// The adjoint of node I of builder<Y, Seed> as a tf::let: a node named by
+// (Y, Seed, I), not by the adjoint's expression, which spells the adjoints of
+// every node above I (in a graph that reads a value twice, as h * w + h does,
+// that name doubles with each such step).
+template <class Y, class Seed, std::size_t I>
+struct adjoint_let {
+    const void* r;
+    const typename builder<Y, Seed>::template expression_of<I>& operator()() const {
+        return *static_cast<const typename builder<Y, Seed>::template expression_of<I>*>(r);
+    }
+};
+
 // Builds adjoints over the distinct nodes of y, children of a node after the
 // node (reverse topological order), memoised per node. The adjoint of y is
-// ones, or `seed` (an expression of y's shape) when Seed is not void.
+// ones, or `seed` (an expression of y's shape) when Seed is not void. The
+// adjoint of a node that two or more parents read, an element-wise sum of
+// their contributions, is an adjoint_let.
 template <class Y, class Seed = void>
 class builder {
     using G = graph::graph_of<Y>;
@@ -315,6 +331,10 @@ class builder {
     using at = typename node_at<typename G::nodes>::template type<I>;
 
 public:
+    /// The expression of node I's adjoint (before adjoint_let names it).
+    template <std::size_t I>
+    using expression_of = decltype(std::declval<builder&>().template compute<I>());
+
     template <class S = Seed>
         requires(!std::is_void_v<S>)
     builder(const Y& y, const S& seed) : builder(y) {
@@ -403,21 +423,39 @@ private:
         return ad::add(a, sum(r...));
     }
 
+    // Whether node I's adjoint R is named by an adjoint_let: I is not a leaf
+    // (a variable's gradient stays as its rules made it, for the optimizers),
+    // two or more parents read it, and R is element-wise (the let is an
+    // identity that fuses with it).
+    template <std::size_t I, class R>
+    static constexpr bool named_adjoint() {
+        constexpr const auto& t = use_table<G>::value;
+        if constexpr (at<I>::is_leaf || t.first[I + 1] - t.first[I] < 2) return false;
+        else if constexpr (!typeflow::detail::is_node_v<R> || typeflow::detail::is_let_v<R>) return false;
+        else return R::op::kind == op_kind::elementwise;
+    }
     template <std::size_t I>
     auto adjoint() {
         using R = decltype(compute<I>());
         if constexpr (ad::is_zero_v<R>) {
             return ad::zero{};
         } else {
+            using A = std::conditional_t<named_adjoint<I, R>(), let_node<adjoint_let<Y, Seed, I>>, R>;
             // memoised in the slots of one node state (as a node holds its
             // children): a shared_ptr per adjoint type would instantiate a
             // control block with a vtable and type name per type
             if (slot_[I] == none) {
                 const R r = compute<I>();  // may memoise other adjoints first
-                slot_[I] = memo_.get()->count;
-                typeflow::detail::child_ops<R>::type::store(memo_.get(), &r);
+                if constexpr (std::is_same_v<A, R>) {
+                    slot_[I] = memo_.get()->count;
+                    typeflow::detail::child_ops<R>::type::store(memo_.get(), &r);
+                } else {
+                    const A a(r);
+                    slot_[I] = memo_.get()->count;
+                    typeflow::detail::child_ops<A>::type::store(memo_.get(), &a);
+                }
             }
-            return *std::launder(reinterpret_cast<const R*>(memo_.get()->slots()[slot_[I]].bytes));
+            return *std::launder(reinterpret_cast<const A*>(memo_.get()->slots()[slot_[I]].bytes));
         }
     }
 

@@ -327,7 +327,9 @@ struct while_let {
 /// on the variable or the iteration, and the rest run once, before the loop.
 /// tf::grad differentiates through it (reverse-mode over the iterations, as
 /// tf::scan; the gradient's work grows with maximum_iterations, so give a
-/// tight bound).
+/// tight bound). The result is the loop in a tf::let (a view of the final
+/// value, named by the two functions and init's type, so graphs that read it
+/// keep short type names).
 ///
 ///     auto x = tf::while_loop([](const auto& x) { return tf::sum(x) < 100.f; },
 ///                             [](const auto& x) { return x * 2.f; }, x0, 50);
