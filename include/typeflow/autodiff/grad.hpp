@@ -331,10 +331,6 @@ class builder {
     using at = typename node_at<typename G::nodes>::template type<I>;
 
 public:
-    /// The expression of node I's adjoint (before adjoint_let names it).
-    template <std::size_t I>
-    using expression_of = decltype(std::declval<builder&>().template compute<I>());
-
     template <class S = Seed>
         requires(!std::is_void_v<S>)
     builder(const Y& y, const S& seed) : builder(y) {
@@ -496,6 +492,11 @@ private:
         a.fill(none);
         return a;
     }();
+public:
+    /// The expression of node I's adjoint (before adjoint_let names it);
+    /// declared after compute, for nvcc's front end.
+    template <std::size_t I>
+    using expression_of = decltype(std::declval<builder&>().template compute<I>());
 };
 
 // True when a node of L is a tf::expr (its graph is known only at run time).

@@ -26,6 +26,7 @@
 
 #include <typeflow/expr/init.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/let.hpp>
 #include <typeflow/expr/ops/assign.hpp>
 #include <typeflow/expr/ops/control.hpp>
 #include <typeflow/expr/ops/normalization.hpp>
@@ -106,18 +107,32 @@ struct batch_norm {
         non_trainable_variable<detail::var_name<Name, "moving_mean">(), T, vector, D> moving_mean{init::zeros{}};
         non_trainable_variable<detail::var_name<Name, "moving_variance">(), T, vector, D> moving_variance{init::ones{}};
 
-        template <class X, mode_c M>
-        auto operator()(const X& x, M) const {
-            const detail::decimal_literal<T, Epsilon, D> eps;
-            if constexpr (M::training) {
-                auto [m, v] = detail::moments_but_last(x, std::make_index_sequence<In.rank - 1>{});
+        // The training output: x normalised with its batch statistics, which
+        // also update the moving ones. A tf::let named by bind and X: its
+        // graph spells x five times (the normalisation, the two statistics
+        // and their two updates), and a model's later layers would spell it
+        // five times again for each batch_norm.
+        template <class X>
+        struct training_output {
+            const bind* self;
+            const X* x;
+            auto operator()() const {
+                const detail::decimal_literal<T, Epsilon, D> eps;
+                auto [m, v] = detail::moments_but_last(*x, std::make_index_sequence<In.rank - 1>{});
                 const detail::decimal_literal<T, Momentum, D> keep;
                 const detail::complement_literal<T, Momentum, D> take;
-                auto update_mean = assign(moving_mean, moving_mean * keep + m * take);
-                auto update_variance = assign(moving_variance, moving_variance * keep + v * take);
-                return with_dependencies(batch_normalization(x, m, v, offset(), scale(), eps), update_mean,
-                                         update_variance);
+                auto update_mean = assign(self->moving_mean, self->moving_mean * keep + m * take);
+                auto update_variance = assign(self->moving_variance, self->moving_variance * keep + v * take);
+                return with_dependencies(batch_normalization(*x, m, v, self->offset(), self->scale(), eps),
+                                         update_mean, update_variance);
+            }
+        };
+        template <class X, mode_c M>
+        auto operator()(const X& x, M) const {
+            if constexpr (M::training) {
+                return let(training_output<X>{this, &x});
             } else {
+                const detail::decimal_literal<T, Epsilon, D> eps;
                 return batch_normalization(x, moving_mean, moving_variance, offset(), scale(), eps);
             }
         }
