@@ -198,6 +198,8 @@ TEMPLATE_TEST_CASE("layers: gradients through batch_norm (training and inference
     bn.beta.load(uniform_tensor<double>(r, {3}, 0, 0, -1, 1));
     bn.moving_mean.load(uniform_tensor<double>(r, {3}, 0, 0, -1, 1));
     bn.moving_variance.load(uniform_tensor<double>(r, {3}, 0, 0, 0.5, 2));
+    // the training output is one let (its graph spells x five times; the let's name spells it once)
+    static_assert(tf::detail::is_let_v<std::remove_cvref_t<decltype(bn(x, tf::training))>>);
     // (every evaluation updates the moving statistics; the training output does not read them)
     TFTEST_CHECK_GRAD("batch_norm, training", tf::sum(c * bn(x, tf::training)), x, bn.gamma, bn.beta);
     TFTEST_CHECK_GRAD("batch_norm, inference", tf::sum(c * bn(x, tf::inference)), x, bn.gamma, bn.beta);

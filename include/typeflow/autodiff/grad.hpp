@@ -441,15 +441,9 @@ private:
             // children): a shared_ptr per adjoint type would instantiate a
             // control block with a vtable and type name per type
             if (slot_[I] == none) {
-                const R r = compute<I>();  // may memoise other adjoints first
-                if constexpr (std::is_same_v<A, R>) {
-                    slot_[I] = memo_.get()->count;
-                    typeflow::detail::child_ops<R>::type::store(memo_.get(), &r);
-                } else {
-                    const A a(r);
-                    slot_[I] = memo_.get()->count;
-                    typeflow::detail::child_ops<A>::type::store(memo_.get(), &a);
-                }
+                const A a(compute<I>());  // may memoise other adjoints first
+                slot_[I] = memo_.get()->count;
+                typeflow::detail::child_ops<A>::type::store(memo_.get(), &a);
             }
             return *std::launder(reinterpret_cast<const A*>(memo_.get()->slots()[slot_[I]].bytes));
         }
