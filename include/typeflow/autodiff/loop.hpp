@@ -824,11 +824,6 @@ const auto& scan_value(const N& n, const G& g) {
         return s;
     });
 }
-// Step r of the scan under s (scan_value) recomputed: the stand-ins for the
-// carry entering it (c) and its row (x), and the step function applied to them (y).
-// The carry entering step r of the scan under s, cut from the gradient, as a
-// tf::let named by S and R (the step's gradient reads it many times). By
-// address: see scan_body.
 // The carry entering step r of the scan under s: init for step 0, else
 // the stacked carry of step r - 1.
 template <class S, class R>
@@ -839,27 +834,95 @@ auto carry_before(const S& s, const R& r) {
     const auto& init = s.template child<0>().template child<0>().template child<0>();
     return where(equal(r, zero), init, gather(s, maximum(r - one, zero)));
 }
-template <class S, class R>
-auto carry_entering(const void* sp, const void* rp) {
-    const S& s = *static_cast<const S*>(sp);
-    const R& r = *static_cast<const R*>(rp);
-    return let([&s, &r] { return identity(stop_gradient(carry_before(s, r))); });
-}
 // The step function a scan node N keeps.
 template <class N>
 using scan_step_fn_t = std::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn)>;
-template <class S, class R>
-auto recomputed_step(const S& s, const R& r) {
+// The trip count of scan node n (its rows), an int32 scalar.
+template <class N>
+auto scan_length(const N& n) {
+    return cast<std::int32_t>(make_node<op::reduced_count<0>>(n.template child<4>()));
+}
+// Piece K of a step recomputed by a scan's gradient, as the value of a
+// tf::let named by S (the scan's let), T (the gradient loop's counter),
+// Rev (that loop runs from the last step) and K: 0 the step's index
+// (len - 1 - t), 1 the carry entering it and 2 its row (both cut from the
+// gradient), 3 the step function applied to them. The step's gradient reads
+// them many times; its nodes spell these names, not the pieces' graphs.
+template <class S, class T, bool Rev, int K>
+struct scan_piece;
+template <class S, class T, bool Rev, int K>
+struct scan_piece_raw;
+template <class S, class T, bool Rev, int K>
+using scan_piece_t = std::remove_cvref_t<decltype(let(std::declval<const scan_piece<S, T, Rev, K>&>()))>;
+// the step's index: piece 0 when Rev, else the counter itself
+template <class S, class T, bool Rev>
+struct scan_index {
+    using type = T;
+};
+template <class S, class T>
+struct scan_index<S, T, true> {
+    using type = scan_piece_t<S, T, true, 0>;
+};
+template <class S, class T, bool Rev>
+using scan_index_t = typename scan_index<S, T, Rev>::type;
+template <class S, class T>
+struct scan_piece_raw<S, T, true, 0> {
+    using N = typename S::value_expression;
+    using type = std::remove_cvref_t<decltype(scan_length(std::declval<const N&>()) -
+                                              literal<std::int32_t, 1, 1, device_t<N>>{} - std::declval<const T&>())>;
+};
+template <class S, class T, bool Rev>
+struct scan_piece_raw<S, T, Rev, 1> {
+    using type = std::remove_cvref_t<decltype(identity(
+        stop_gradient(carry_before(std::declval<const S&>(), std::declval<const scan_index_t<S, T, Rev>&>()))))>;
+};
+template <class S, class T, bool Rev>
+struct scan_piece_raw<S, T, Rev, 2> {
+    using N = typename S::value_expression;
+    using type = std::remove_cvref_t<decltype(identity(stop_gradient(
+        gather(std::declval<const N&>().template child<4>(), std::declval<const scan_index_t<S, T, Rev>&>()))))>;
+};
+template <class S, class T, bool Rev>
+struct scan_piece_raw<S, T, Rev, 3> {
+    using N = typename S::value_expression;
+    using type = std::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn(
+        std::declval<const scan_piece_t<S, T, Rev, 1>&>(), std::declval<const scan_piece_t<S, T, Rev, 2>&>()))>;
+};
+template <class S, class T, bool Rev, int K>
+struct scan_piece {
+    using raw = typename scan_piece_raw<S, T, Rev, K>::type;
+    const void* p;  // the piece's expression, while the let is made
+    const raw& operator()() const { return *static_cast<const raw*>(p); }
+};
+// Step t of the scan under s (scan_value) recomputed, or step len - 1 - t
+// when Rev (len: the scan's trip count, scan_length): its index (r), the
+// stand-ins for the carry entering it (c) and its row (x), and the step
+// function applied to them (y), each a scan_piece.
+template <class S, class T, bool Rev>
+struct scan_step {
+    scan_index_t<S, T, Rev> r;
+    scan_piece_t<S, T, Rev, 1> c;
+    scan_piece_t<S, T, Rev, 2> x;
+    scan_piece_t<S, T, Rev, 3> y;
+};
+template <bool Rev, class S, class T, class L = int>
+scan_step<S, T, Rev> recomputed_step(const S& s, const T& t, const L& len = 0) {
     const auto& n = s.template child<0>();
-    const auto carry = carry_entering<S, R>(&s, &r);
-    const auto row = identity(stop_gradient(gather(n.template child<4>(), r)));
-    const auto out = n.template child<5>().data->fn(carry, row);
-    struct step {
-        decltype(carry) c;
-        decltype(row) x;
-        decltype(out) y;
-    };
-    return step{carry, row, out};
+    const auto r = [&] {
+        if constexpr (Rev) {
+            const auto e = len - literal<std::int32_t, 1, 1, device_t<S>>{} - t;
+            static_assert(std::is_same_v<std::remove_cvref_t<decltype(e)>, typename scan_piece_raw<S, T, true, 0>::type>);
+            return let(scan_piece<S, T, true, 0>{&e});
+        } else {
+            return t;
+        }
+    }();
+    const auto ce = identity(stop_gradient(carry_before(s, r)));
+    const auto c = let(scan_piece<S, T, Rev, 1>{&ce});
+    const auto xe = identity(stop_gradient(gather(n.template child<4>(), r)));
+    const auto x = let(scan_piece<S, T, Rev, 2>{&xe});
+    const auto ye = n.template child<5>().data->fn(c, x);
+    return {r, c, x, let(scan_piece<S, T, Rev, 3>{&ye})};
 }
 // What every adjoint of scan node n reads (n's adjoint is g): g broadcast to
 // n's extents (gy), the trip count (len) and a zero carry (zc), built once
@@ -872,7 +935,7 @@ auto build_scan_parts(const S& s, const G& g) {
     using D = device_t<S>;
     const auto& init = n.template child<0>().template child<0>();
     const auto gy = broadcast_like(g, s);  // [T, carry]
-    const auto len = cast<std::int32_t>(make_node<op::reduced_count<0>>(n.template child<4>()));
+    const auto len = scan_length(n);
     const auto zc = broadcast_like(literal<value_type_t<S>, 0, 1, D>{}, init);
     return std::tuple<decltype(gy), decltype(len), decltype(zc)>(gy, len, zc);
 }
@@ -889,13 +952,11 @@ auto build_scan_back(const void* sp, const void* pp) {  // by address: the let's
     const auto& n = sv.template child<0>();
     const P& parts = *static_cast<const P*>(pp);
     using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
-    const literal<std::int32_t, 1, 1, device_t<S>> one;
     const auto& [gy, len, zc] = parts;
     return let([&] {
         return indexed_scan<scan_grad_tag<Fn, 0>>(n.template child<4>(), zc, [&](const auto& a, const auto& s) {
-            const auto r = len - one - s;
-            const auto st = recomputed_step(sv, r);
-            return seeded_grad(st.y, gather(gy, r) + a, st.c);
+            const auto st = recomputed_step<true>(sv, s, len);
+            return seeded_grad(st.y, gather(gy, st.r) + a, st.c);
         });
     });
 }
@@ -915,16 +976,14 @@ auto build_scan_joint(const void* sp, const void* pp) {  // by address, as build
     using C = value_type_t<N>;
     using L = loop_leaves<N>;
     constexpr index_t off_c = L::template offset<L::count>;
-    const literal<std::int32_t, 1, 1, D> one;
     const auto& [gy, len, zc] = parts;
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
         const auto start =
             joint_concat(reshape<-1>(broadcast_like(literal<C, 0, 1, D>{}, n.template child<6 + K>()))..., reshape<-1>(zc));
         return let([&] {
             return indexed_loop<scan_grad_tag<Fn, 3>>(len, start, [&](const auto& v, const auto& s) {
-                const auto r = len - one - s;
-                const auto st = recomputed_step(sv, r);
-                const auto seed = gather(gy, r) + reshape_like(slice<off_c>(v, sizes<-1>), st.c);
+                const auto st = recomputed_step<true>(sv, s, len);
+                const auto seed = gather(gy, st.r) + reshape_like(slice<off_c>(v, sizes<-1>), st.c);
                 autodiff::builder<std::remove_cvref_t<decltype(st.y)>, std::remove_cvref_t<decltype(seed)>> grads(st.y, seed);
                 return joint_concat(slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
                                         reshape<-1>(grads.of(n.template child<6 + K>()))...,
@@ -1038,14 +1097,14 @@ auto scan_adjoint_expr(const N& n, const G& g) {
                 // zeros of a row's extents (sum<0>, not row 0: there may be no rows)
                 const auto zr = broadcast_like(literal<value_type_t<decltype(elems)>, 0, 1, D>{}, sum<0>(elems));
                 return indexed_scan<scan_grad_tag<Fn, 4>>(elems, zr, [&](const auto&, const auto& t) {
-                    const auto st = recomputed_step(sv, t);
+                    const auto st = recomputed_step<false>(sv, t);
                     return seeded_grad(st.y, adj_at(t), st.x);
                 });
             } else {
                 const auto& p = n.template child<I>();
                 const auto zp = broadcast_like(literal<value_type_t<decltype(p)>, 0, 1, D>{}, p);
                 const auto steps = indexed_scan<scan_grad_tag<Fn, I>>(elems, zp, [&](const auto&, const auto& t) {
-                    return seeded_grad(recomputed_step(sv, t).y, adj_at(t), p);
+                    return seeded_grad(recomputed_step<false>(sv, t).y, adj_at(t), p);
                 });
                 return sum<0>(steps);
             }
