@@ -59,6 +59,7 @@
 #    (chain_let_D), with tf::expr steps (chain_expr_D) and as tf::repeat
 #    (chain_repeat_D), and the loop gradients of section 5 of the kinds in
 #    $DEBUG_LOOP_KINDS (loop_grad_K; 0 scan, 1 scan with a cond, 2 while),
+#    $DEBUG_SOURCES (benchmarks/compile/<name>.cpp, -DGRAD=1: scan_lstm_grad),
 #    and the unit-test files tests/test_<name>.cpp named in $DEBUG_TESTS
 #    (default none; "all" for every one; test_<name> lines). SKIP_DEBUG=1
 #    leaves it out.
@@ -248,6 +249,8 @@ DEBUG_EXAMPLES="${DEBUG_EXAMPLES:-readme_training iris_logistic custom_op fashio
 DEBUG_DEPTHS="${DEBUG_DEPTHS:-4 8 160}"
 DEBUG_LOOP_KINDS="${DEBUG_LOOP_KINDS:-0 1 2}"
 DEBUG_TESTS="${DEBUG_TESTS:-}"
+# benchmarks/compile/<name>.cpp built with -DGRAD=1 (scan_lstm_grad: an LSTM step's scan and its gradient)
+DEBUG_SOURCES="${DEBUG_SOURCES-scan_lstm_grad}"
 debug_section() {
     local REPEATS=1 names=() n d v
     declare -A defs=()
@@ -267,6 +270,11 @@ debug_section() {
         for v in o2 g o2g; do SRC[dbg_loop_grad_${d}_$v]="$here/compile/loop_grad.cpp"; done
         defs[dbg_loop_grad_$d]="-DKIND=$d -DGRAD=1"
         names+=("dbg_loop_grad_$d")
+    done
+    for n in $DEBUG_SOURCES; do
+        for v in o2 g o2g; do SRC[dbg_${n}_$v]="$here/compile/$n.cpp"; done
+        defs[dbg_$n]="-DGRAD=1"
+        names+=("dbg_$n")
     done
     for d in $DEBUG_DEPTHS; do
         if ((d <= 12)); then

@@ -14,79 +14,97 @@
 namespace typeflow::graph {
 
 namespace detail {
-// The nodes visited so far: a set (one tag base per node) for O(1)
-// membership. A node already in the set returns at once, so each distinct node
-// is expanded once, never once per path. visited_list gives the list at the
-// end; a member naming it would make GCC's -g output write a meta::list of
-// every prefix.
+// The graph walk: a depth-first visit from the fetches, children before
+// parents, that expands each distinct node once. Its state is the set of
+// nodes visited so far (visited<...>: one tag base per node, O(1)
+// membership; visited_list gives the list at the end; a member naming it
+// would make GCC's -g output write a meta::list of every prefix).
+//
+// Every class the walk instantiates is a type whose -g name GCC builds,
+// used or not. A step's class is nested in the set it starts from
+// (visited<...>::visit<N>): its debug name spells N, not the set, which
+// spells every node visited so far. As a namespace-scope visit<Acc, N>,
+// one class per edge spelled its prefix of the graph's node list, and
+// those names were most of the memory a -g build took (a scan's gradient:
+// 2.1 GB of 2.4 GB of names).
 template <class... Ts>
-struct visited : meta::tag<Ts>... {};
-template <class V>
-struct visited_list;
-template <class... Ts>
-struct visited_list<visited<Ts...>> {
-    using type = meta::list<Ts...>;
-};
+struct visited;
 // The set with N added, by a declared function in decltype (a qualified call:
 // no argument-dependent lookup through the nodes' types), given references
 // from std::declval: a static_cast to a pointer type marks the type as used,
 // and -g then writes every visited<...> out (990 MB of names for
 // tests/test_loops_while_grad.cpp). A class per step, as an
 // append<visited<...>, N> was, is a name that spells every node visited so
-// far, and GCC builds a -g name for every class it instantiates; a member
-// alias of visited costs more memory still (tests/deep_chain, 160 tf::let
-// steps, -O2: 758 MB with the alias, 697 MB with the class, 677 MB).
+// far; a member alias of visited costs more memory still (tests/deep_chain,
+// 160 tf::let steps, -O2: 758 MB with the alias, 697 MB with the class,
+// 677 MB).
 template <class... Ts, class N>
 visited<Ts..., N> append_fn(visited<Ts...>&, N&);
 template <class Acc, class N>
 using append_t = decltype(detail::append_fn(std::declval<Acc&>(), std::declval<N&>()));
-
-template <class Acc, class N, bool Seen = __is_base_of(meta::tag<N>, Acc)>
-struct visit {
-    using type = Acc;
-};
-template <class Acc, class Children>
-struct visit_children;
-template <class Acc>
-struct visit_children<Acc, meta::list<>> {
-    using type = Acc;
-};
-template <class Acc, class C0, class... Cs>
-struct visit_children<Acc, meta::list<C0, Cs...>> {
-    using type = typename visit_children<typename visit<Acc, C0>::type, meta::list<Cs...>>::type;
-};
 template <class Acc, class N>
-struct visit<Acc, N, false> {
-    using type = append_t<typename visit_children<Acc, typename N::children_list>::type, N>;
+using visit_t = typename Acc::template visit<N>::type;
+// Acc::visit_all<Cs...> for the list of Cs (a declared function: no class
+// per set).
+template <class Acc, class... Cs>
+typename Acc::template visit_all<Cs...> visit_all_fn(meta::list<Cs...>*);
+template <class... Ts>
+struct visited : meta::tag<Ts>... {
+    // The set after visiting each of Cs in turn.
+    template <class... Cs>
+    struct visit_all {
+        using type = visited;
+    };
+    template <class C0, class... Cs>
+    struct visit_all<C0, Cs...> {
+        using type = typename visit_t<visited, C0>::template visit_all<Cs...>::type;
+    };
+    // The set after visiting N (its children, then N): the set itself if N
+    // is in it.
+    template <class N, bool Seen = __is_base_of(meta::tag<N>, visited)>
+    struct visit {
+        using type = visited;
+    };
+    template <class N>
+    struct visit<N, false> {
+        using type = append_t<typename decltype(detail::visit_all_fn<visited>(
+                                  static_cast<typename N::children_list*>(nullptr)))::type,
+                              N>;
+    };
+    // Nodes of one to three children visit them in one expression: one
+    // nested instantiation per node along a path, not two (visit, then
+    // visit_all). GCC stops at 900 nested instantiations, and its error then
+    // prints the whole chain of types and runs out of memory: with two per
+    // node, a chain of 150 residual steps (450 nodes deep) crossed that limit.
+    template <class Op, class C0>
+    struct visit<node<Op, C0>, false> {
+        using type = append_t<visit_t<visited, C0>, node<Op, C0>>;
+    };
+    template <class Op, class C0, class C1>
+    struct visit<node<Op, C0, C1>, false> {
+        using type = append_t<visit_t<visit_t<visited, C0>, C1>, node<Op, C0, C1>>;
+    };
+    template <class Op, class C0, class C1, class C2>
+    struct visit<node<Op, C0, C1, C2>, false> {
+        using type = append_t<visit_t<visit_t<visit_t<visited, C0>, C1>, C2>, node<Op, C0, C1, C2>>;
+    };
+    // A tf::let node: its one child is the expression its lambda returned.
+    template <class F>
+    struct visit<let_node<F>, false> {
+        using type = append_t<visit_t<visited, typename let_node<F>::value_expression>, let_node<F>>;
+    };
 };
-// Nodes of one to three children visit them in one expression: one nested
-// instantiation per node along a path, not two (visit, then visit_children).
-// GCC stops at 900 nested instantiations, and its error then prints the
-// whole chain of types and runs out of memory: with two per node, a chain of
-// 150 residual steps (450 nodes deep) crossed that limit.
-template <class Acc, class Op, class C0>
-struct visit<Acc, node<Op, C0>, false> {
-    using type = append_t<typename visit<Acc, C0>::type, node<Op, C0>>;
-};
-template <class Acc, class Op, class C0, class C1>
-struct visit<Acc, node<Op, C0, C1>, false> {
-    using type = append_t<typename visit<typename visit<Acc, C0>::type, C1>::type, node<Op, C0, C1>>;
-};
-template <class Acc, class Op, class C0, class C1, class C2>
-struct visit<Acc, node<Op, C0, C1, C2>, false> {
-    using type = append_t<typename visit<typename visit<typename visit<Acc, C0>::type, C1>::type, C2>::type,
-                          node<Op, C0, C1, C2>>;
-};
-// A tf::let node: its one child is the expression its lambda returned.
-template <class Acc, class F>
-struct visit<Acc, let_node<F>, false> {
-    using type = append_t<typename visit<Acc, typename let_node<F>::value_expression>::type, let_node<F>>;
+template <class V>
+struct visited_list;
+template <class... Ts>
+struct visited_list<visited<Ts...>> {
+    using type = meta::list<Ts...>;
 };
 }  // namespace detail
 
 /// Distinct nodes reachable from Fetches..., children before parents.
 template <class... Fetches>
-using topo_t = typename detail::visited_list<typename detail::visit_children<detail::visited<>, meta::list<Fetches...>>::type>::type;
+using topo_t = typename detail::visited_list<typename detail::visited<>::template visit_all<Fetches...>::type>::type;
 
 /// One edge parent -> child; control edges only order execution, and
 /// extents-only edges read the child's extents, not its elements (the child
