@@ -123,7 +123,7 @@ struct use {
 template <class Nodes>
 struct node_at;
 template <class... Ts>
-struct node_at<meta::list<Ts...>> {
+struct node_at<meta::list<Ts...>> : meta::compile_time_only {
     template <std::size_t I>
     using type = meta::at_t<I, Ts...>;
 };

@@ -145,9 +145,9 @@ struct loop {
 
 namespace detail {
 template <class Tag, class... C>
-struct is_pure<node<op::loop_var<Tag, false>, C...>> : std::false_type {};
+struct is_pure<node<op::loop_var<Tag, false>, C...>> : std::false_type, meta::compile_time_only {};
 template <class Tag, class D>
-struct is_pure<node<op::loop_counter<Tag, D, false>>> : std::false_type {};
+struct is_pure<node<op::loop_counter<Tag, D, false>>> : std::false_type, meta::compile_time_only {};
 }  // namespace detail
 
 /// The step function of a tf::scan, kept for the scan's gradient (which

@@ -20,6 +20,15 @@ struct list : list_size<sizeof...(T)> {};
 template <class T>
 struct tag {};
 
+/// A base for classes that only compute types and are never constructed.
+/// GCC writes a class with a virtual function into the debug information
+/// only where its vtable is emitted, and no object of these ever needs one,
+/// so a -g build skips their names, which spell nodes, subgraphs and sets of
+/// nodes (about 2 KB of compiler memory per class without -g).
+struct compile_time_only {
+    virtual void typeflow_compile_time_only_() {}
+};
+
 /// A set with O(1) membership: inherits tag<T> for each element.
 template <class... T>
 struct set : tag<T>... {};
@@ -75,7 +84,7 @@ constexpr std::size_t sum_first(std::initializer_list<std::size_t> values, std::
 template <class L>
 struct index_map;
 template <class... Ts>
-struct index_map<list<Ts...>> {
+struct index_map<list<Ts...>> : compile_time_only {
     template <class T>
     using index = std::integral_constant<std::size_t, first_true({__is_same(T, Ts)...})>;
 };
@@ -92,7 +101,7 @@ inline constexpr std::size_t index_of_v = index_of<L, T>::value;
 // one lookup in a graph of N nodes cost O(N^2) in time and memory. Here the
 // index (compared first) rejects every base but one without looking at its type.
 template <std::size_t I, class T>
-struct indexed {
+struct indexed : compile_time_only {
     using type = T;
 };
 template <class Seq, class... T>
@@ -109,7 +118,7 @@ using at_t = typename decltype(select_indexed<I>(indexer<std::index_sequence_for
 template <std::size_t I, class L>
 struct list_at;
 template <std::size_t I, class... T>
-struct list_at<I, list<T...>> {
+struct list_at<I, list<T...>> : compile_time_only {
     using type = at_t<I, T...>;
 };
 template <std::size_t I, class L>

@@ -95,7 +95,7 @@ public:
 
 namespace detail {
 template <class F>
-struct child_ops<let_node<F>> {
+struct child_ops<let_node<F>> : meta::compile_time_only {
     using type = node_child_ops;
 };
 template <class F>

@@ -158,7 +158,7 @@ struct leaf_child_ops {
     }
 };
 template <class C>
-struct child_ops {
+struct child_ops : meta::compile_time_only {
     using type = leaf_child_ops<C>;
 };
 }  // namespace detail
@@ -284,7 +284,7 @@ inline constexpr bool is_node_v = false;
 template <class Op, class... C>
 inline constexpr bool is_node_v<node<Op, C...>> = true;
 template <class Op, class... C>
-struct child_ops<node<Op, C...>> {
+struct child_ops<node<Op, C...>> : meta::compile_time_only {
     using type = node_child_ops;
 };
 
@@ -299,9 +299,9 @@ inline constexpr bool is_pure_v = detail::is_pure<E>::value;
 
 namespace detail {
 template <class E>
-struct is_pure : std::bool_constant<E::pure> {};  // leaves say it
+struct is_pure : std::bool_constant<E::pure>, meta::compile_time_only {};  // leaves say it
 template <class Op, class... C>
-struct is_pure<node<Op, C...>> : std::bool_constant<(is_pure<C>::value && ...)> {};
+struct is_pure<node<Op, C...>> : std::bool_constant<(is_pure<C>::value && ...)>, meta::compile_time_only {};
 }  // namespace detail
 
 namespace detail {

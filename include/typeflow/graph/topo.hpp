@@ -20,13 +20,15 @@ namespace detail {
 // membership; visited_list gives the list at the end; a member naming it
 // would make GCC's -g output write a meta::list of every prefix).
 //
-// Every class the walk instantiates is a type whose -g name GCC builds,
-// used or not. A step's class is nested in the set it starts from
+// Every class the walk instantiates is a type whose -g name and debug entry
+// GCC builds, used or not, unless it is dynamic (meta::compile_time_only):
+// the sets and the steps are, so none of them reaches the debug
+// information. A step's class is nested in the set it starts from
 // (visited<...>::visit<N>): its debug name spells N, not the set, which
 // spells every node visited so far. As a namespace-scope visit<Acc, N>,
 // one class per edge spelled its prefix of the graph's node list, and
 // those names were most of the memory a -g build took (a scan's gradient:
-// 2.1 GB of 2.4 GB of names).
+// 2.1 GB of 2.4 GB of names); the sets were most of the rest.
 template <class... Ts>
 struct visited;
 // The set with N added, by a declared function in decltype (a qualified call:
@@ -49,24 +51,24 @@ using visit_t = typename Acc::template visit<N>::type;
 template <class Acc, class... Cs>
 typename Acc::template visit_all<Cs...> visit_all_fn(meta::list<Cs...>*);
 template <class... Ts>
-struct visited : meta::tag<Ts>... {
+struct visited : meta::tag<Ts>..., meta::compile_time_only {
     // The set after visiting each of Cs in turn.
     template <class... Cs>
-    struct visit_all {
+    struct visit_all : meta::compile_time_only {
         using type = visited;
     };
     template <class C0, class... Cs>
-    struct visit_all<C0, Cs...> {
+    struct visit_all<C0, Cs...> : meta::compile_time_only {
         using type = typename visit_t<visited, C0>::template visit_all<Cs...>::type;
     };
     // The set after visiting N (its children, then N): the set itself if N
     // is in it.
     template <class N, bool Seen = __is_base_of(meta::tag<N>, visited)>
-    struct visit {
+    struct visit : meta::compile_time_only {
         using type = visited;
     };
     template <class N>
-    struct visit<N, false> {
+    struct visit<N, false> : meta::compile_time_only {
         using type = append_t<typename decltype(detail::visit_all_fn<visited>(
                                   static_cast<typename N::children_list*>(nullptr)))::type,
                               N>;
@@ -77,27 +79,27 @@ struct visited : meta::tag<Ts>... {
     // prints the whole chain of types and runs out of memory: with two per
     // node, a chain of 150 residual steps (450 nodes deep) crossed that limit.
     template <class Op, class C0>
-    struct visit<node<Op, C0>, false> {
+    struct visit<node<Op, C0>, false> : meta::compile_time_only {
         using type = append_t<visit_t<visited, C0>, node<Op, C0>>;
     };
     template <class Op, class C0, class C1>
-    struct visit<node<Op, C0, C1>, false> {
+    struct visit<node<Op, C0, C1>, false> : meta::compile_time_only {
         using type = append_t<visit_t<visit_t<visited, C0>, C1>, node<Op, C0, C1>>;
     };
     template <class Op, class C0, class C1, class C2>
-    struct visit<node<Op, C0, C1, C2>, false> {
+    struct visit<node<Op, C0, C1, C2>, false> : meta::compile_time_only {
         using type = append_t<visit_t<visit_t<visit_t<visited, C0>, C1>, C2>, node<Op, C0, C1, C2>>;
     };
     // A tf::let node: its one child is the expression its lambda returned.
     template <class F>
-    struct visit<let_node<F>, false> {
+    struct visit<let_node<F>, false> : meta::compile_time_only {
         using type = append_t<visit_t<visited, typename let_node<F>::value_expression>, let_node<F>>;
     };
 };
 template <class V>
 struct visited_list;
 template <class... Ts>
-struct visited_list<visited<Ts...>> {
+struct visited_list<visited<Ts...>> : meta::compile_time_only {
     using type = meta::list<Ts...>;
 };
 }  // namespace detail
@@ -135,20 +137,20 @@ struct node_flags {
 
 /// True for assign, assign_add and assign_sub nodes (a class, not a variable
 /// template: per-node variables are entities whose mangled names spell the
-/// node's subgraph).
+/// node's subgraph; nor a constexpr function, which -g writes out).
 template <class N>
-struct is_assign : std::false_type {};
+struct is_assign : std::false_type, meta::compile_time_only {};
 template <class N>
     requires requires { typename N::op; }
-struct is_assign<N> : is_assign_op<typename N::op> {};
+struct is_assign<N> : is_assign_op<typename N::op>, meta::compile_time_only {};
 template <class N>
 inline constexpr bool is_assign_v = is_assign<N>::value;
 /// True for locked updates (op::locked_update).
 template <class N>
-struct is_locked_update : std::false_type {};
+struct is_locked_update : std::false_type, meta::compile_time_only {};
 template <class N>
     requires requires { typename N::op; }
-struct is_locked_update<N> : is_locked_update_op<typename N::op> {};
+struct is_locked_update<N> : is_locked_update_op<typename N::op>, meta::compile_time_only {};
 
 /// The positions in Nodes of a node's children, as an index_sequence (a type:
 /// no entity with a mangled name is made per node). An alias through a class
@@ -157,7 +159,7 @@ struct is_locked_update<N> : is_locked_update_op<typename N::op> {};
 template <class L>
 struct children_positions;
 template <class... C>
-struct children_positions<meta::list<C...>> {
+struct children_positions<meta::list<C...>> : meta::compile_time_only {
     template <class Nodes>
     using in = std::index_sequence<meta::index_of<Nodes, C>::value...>;
 };

@@ -94,14 +94,14 @@ struct canonical_node {};
 // N::children_list, a short list) so that no type is looked up in the graph's
 // node list, whose indexing costs time linear in the graph's size.
 template <class G, std::size_t Off, std::size_t I, class N, bool Operand = is_operand_at(tables_of<G>, I)>
-struct canonical_at {  // an operand: its slot
+struct canonical_at : meta::compile_time_only {  // an operand: its slot
     using type = operand_slot<Off, value_type_t<N>, shape_t<N>::numel == 1>;
 };
 // the fused part below node I (I itself is not an operand here). No static
 // data members: GCC writes the debug information of a class with one, and
 // this class's name spells the whole graph (G), once per region.
 template <class G, std::size_t Off, std::size_t I, class N>
-struct canonical_region {
+struct canonical_region : meta::compile_time_only {
     template <std::size_t... J>
     static auto make(std::index_sequence<J...>)
         -> canonical_node<typename N::op,

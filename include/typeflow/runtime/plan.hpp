@@ -613,11 +613,11 @@ struct region_ptr<Device, no_region, V> {
     static constexpr region_fn_t value = nullptr;
 };
 template <class G, std::size_t I, class T, bool Root>
-struct region_of {
+struct region_of : meta::compile_time_only {
     using type = no_region;
 };
 template <class G, std::size_t I, class T>
-struct region_of<G, I, T, true> {
+struct region_of<G, I, T, true> : meta::compile_time_only {
     using type = region::canonical_t<G, I, T>;
 };
 
@@ -845,21 +845,21 @@ struct leaf_desc {
     };
 };
 template <class T>
-struct output_list {
+struct output_list : meta::compile_time_only {
     using type = void;
 };
 template <class T>
     requires requires { typename T::traits::outputs_list; }
-struct output_list<T> {
+struct output_list<T> : meta::compile_time_only {
     using type = typename T::traits::outputs_list;
 };
 template <class T, class L = typename T::children_list, class I = std::make_index_sequence<L::size>>
-struct desc_for {
+struct desc_for : meta::compile_time_only {
     using type = leaf_desc<T>;
 };
 template <class T, class... C, std::size_t... J>
     requires(!T::is_leaf)
-struct desc_for<T, meta::list<C...>, std::index_sequence<J...>> {
+struct desc_for<T, meta::list<C...>, std::index_sequence<J...>> : meta::compile_time_only {
     using type = op_desc<device_t<T>, typename T::op, value_type_t<T>, shape_t<T>, typeflow::detail::is_pure<T>::value, T::control_inputs,
                          typename output_list<T>::type,
                          sig_input<J, value_type_t<C>, shape_t<C>>...>;
@@ -877,9 +877,9 @@ constexpr bool on_backend() {
 }
 // instantiates on_backend (and its diagnostic) per node only when some node's device has no backend
 template <class L, bool Ok>
-struct check_devices {};
+struct check_devices : meta::compile_time_only {};
 template <class... Ts>
-struct check_devices<meta::list<Ts...>, false> {
+struct check_devices<meta::list<Ts...>, false> : meta::compile_time_only {
     static_assert((on_backend<Ts>() && ...));  // a class-body assertion: instantiated with the class
 };
 // The tables of graph G (see subgraph).
@@ -897,7 +897,7 @@ struct graph_tables<G, meta::list<Ts...>, std::index_sequence<I...>> {
 template <class L>
 struct all_have_backends;
 template <class... Ts>
-struct all_have_backends<meta::list<Ts...>> : std::bool_constant<(has_backend<device_t<Ts>> && ...)> {};
+struct all_have_backends<meta::list<Ts...>> : std::bool_constant<(has_backend<device_t<Ts>> && ...)>, meta::compile_time_only {};
 }  // namespace detail
 
 /// The plan of one set of fetches Fs...: the graph's descriptors (compile-time
