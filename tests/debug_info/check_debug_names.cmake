@@ -19,6 +19,9 @@ string(REPLACE "," ";" ABSENT "${ABSENT}")
 string(REPLACE "," ";" PRESENT "${PRESENT}")
 include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/flags_file.cmake)
 typeflow_read_flags_file("${FLAGS_FILE}" _args)
+# A fresh build tree has no directory for the object yet.
+get_filename_component(_out_dir "${OUTPUT}" DIRECTORY)
+file(MAKE_DIRECTORY "${_out_dir}")
 execute_process(
   COMMAND ${CXX} ${_args} -O0 -g -fno-eliminate-unused-debug-types -c ${SOURCE} -o ${OUTPUT}
   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
