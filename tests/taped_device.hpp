@@ -186,7 +186,7 @@ template <class Op>
 struct kernel<tftest::taped, Op> : kernel<reference, Op> {
     template <class N, class Ctx>
     static void run(const N&, const Ctx& ctx, value_type_t<N>* out) {
-        constexpr std::size_t A = N::children_list::size;
+        constexpr std::size_t A = meta::children_t<N>::size;
         constexpr std::size_t O = outputs_of_v<Op>;
         struct frame {
             std::array<const void*, A + 1> in{};

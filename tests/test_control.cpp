@@ -293,7 +293,7 @@ TEST_CASE("a cond keeps the leaves its gradient reaches: once each, in walk orde
     using V = std::remove_cvref_t<decltype(a)>;
     using W = std::remove_cvref_t<decltype(b)>;
     using E = std::remove_cvref_t<decltype(entry)>;
-    static_assert(std::is_same_v<typename decltype(y)::children_list,
+    static_assert(std::is_same_v<tf::meta::children_t<decltype(y)>,
                                  tf::meta::list<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(then_e)>,
                                                 std::remove_cvref_t<decltype(else_e)>, W, V, E>>);
     static_assert(std::is_same_v<tf::detail::cond_gradient_leaves_t<decltype(else_e)>, tf::meta::list<E, V>>);

@@ -229,9 +229,9 @@ TEST_CASE("gather: the gradient of params is an indexed_slices, sparse for a tab
     using mixed = decltype(tf::grad(tf::sum(tf::square(a)) + tf::sum(tf::square(t)), t));
     using axis1 = decltype(tf::grad(tf::sum(tf::gather<1>(t, ids)), t));
     STATIC_REQUIRE(tf::is_indexed_slices_of<once, T>::value);
-    STATIC_REQUIRE(once::children_list::size == 3);  // params, values, indices
+    STATIC_REQUIRE(tf::meta::children_t<once>::size == 3);  // params, values, indices
     STATIC_REQUIRE(tf::is_indexed_slices_of<twice, T>::value);
-    STATIC_REQUIRE(twice::children_list::size == 5);  // the two (values, indices) pairs
+    STATIC_REQUIRE(tf::meta::children_t<twice>::size == 5);  // the two (values, indices) pairs
     STATIC_REQUIRE(!tf::is_indexed_slices_of<mixed, T>::value);  // dense: the indexed_slices is densified and added
     STATIC_REQUIRE(!tf::is_indexed_slices_of<axis1, T>::value);  // dense along axis 1
     STATIC_REQUIRE(!tf::is_indexed_slices_of<once, decltype(ids)>::value);

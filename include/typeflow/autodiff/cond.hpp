@@ -31,6 +31,11 @@ struct switch_case_index_is_not_a_scalar_integer;
 
 namespace typeflow {
 namespace detail {
+// A branch: callable with no arguments (std::invocable instantiates the
+// standard's invoke classes, whose -g names spell the node each returns).
+template <class F>
+concept nullary = requires(F& f) { f(); };
+
 // The shape both branches of a cond agree on: equal extents, or dyn on one side
 // (the other's extent, checked at run time); `ok` false when they cannot agree.
 struct cond_shape_result {
@@ -139,7 +144,7 @@ struct gradient_children_of<meta::list<C0, C1, C2, C3, Cs...>, true> {
     using type = meta::list<C0, Cs...>;
 };
 template <class N>
-using gradient_children_t = typename gradient_children_of<typename N::children_list, is_loop_node_v<N>>::type;
+using gradient_children_t = typename gradient_children_of<meta::children_t<N>, is_loop_node_v<N>>::type;
 // Where the walk keeps a node without going below it.
 template <class N>
 inline constexpr bool gradient_stops_v = N::is_leaf || is_grad_entry_v<N> || stops_gradient_v<N>;
@@ -148,7 +153,7 @@ inline constexpr bool gradient_stops_v = N::is_leaf || is_grad_entry_v<N> || sto
 // declared functions only, so no class (not even a std::conditional) holds a
 // partial list per step.
 template <class L>
-struct leaf_set {
+struct leaf_set : meta::compile_time_only {
     using list = L;
 };
 template <class T>
@@ -163,7 +168,7 @@ template <class... As, class... Bs>
 auto operator+(leaf_set<meta::list<As...>>& a, leaf_set<meta::list<Bs...>>&)
     -> decltype((a + ... + std::declval<leaf_one<Bs>&>()));
 template <class... Ls>
-using leaf_union_t = typename std::remove_reference_t<decltype((std::declval<leaf_set<meta::list<>>&>() + ... +
+using leaf_union_t = typename meta::remove_reference_t<decltype((std::declval<leaf_set<meta::list<>>&>() + ... +
                                                                 std::declval<Ls&>()))>::list;
 // The leaves below node N, in the order a depth-first walk first meets them:
 // one class per node type, memoised by the compiler and shared by every cond
@@ -172,17 +177,17 @@ using leaf_union_t = typename std::remove_reference_t<decltype((std::declval<lea
 // for every class it instantiates, and those names were most of a -g build's
 // memory (a scan whose step holds a cond: 555 MB of names).
 template <class N, bool Stop = gradient_stops_v<N>>
-struct gradient_leaves {
-    using type = std::conditional_t<cond_leaf_v<N>, meta::list<N>, meta::list<>>;
+struct gradient_leaves : meta::compile_time_only {
+    using type = meta::if_t<cond_leaf_v<N>, meta::list<N>, meta::list<>>;
 };
 template <class L>
 struct gradient_leaves_of;
 template <class... Cs>
-struct gradient_leaves_of<meta::list<Cs...>> {
+struct gradient_leaves_of<meta::list<Cs...>> : meta::compile_time_only {
     using type = leaf_union_t<leaf_set<typename gradient_leaves<Cs>::type>...>;
 };
 template <class N>
-struct gradient_leaves<N, false> {
+struct gradient_leaves<N, false> : meta::compile_time_only {
     using type = typename gradient_leaves_of<gradient_children_t<N>>::type;
 };
 template <class... Es>
@@ -190,11 +195,11 @@ using cond_gradient_leaves_t = leaf_union_t<leaf_set<typename gradient_leaves<Es
 
 // The nodes of list L that are cond leaves (cond_leaf_v), in order.
 template <class T>
-using cond_leaf_pick = leaf_set<std::conditional_t<cond_leaf_v<T>, meta::list<T>, meta::list<>>>;
+using cond_leaf_pick = leaf_set<meta::if_t<cond_leaf_v<T>, meta::list<T>, meta::list<>>>;
 template <class L>
 struct cond_leaves;
 template <class... Ts>
-struct cond_leaves<meta::list<Ts...>> {
+struct cond_leaves<meta::list<Ts...>> : meta::compile_time_only {
     using type = leaf_union_t<cond_leaf_pick<Ts>...>;
 };
 
@@ -225,7 +230,7 @@ struct basic_leaf_finder {
             seen.push_back(id);
             [&]<std::size_t... I>(std::index_sequence<I...>) {
                 ((Gradient && is_loop_node_v<E> && I >= 1 && I <= 3 ? void() : visit(e.template child<I>())), ...);
-            }(std::make_index_sequence<E::children_list::size>{});
+            }(std::make_index_sequence<meta::children_t<E>::size>{});
         }
     }
 };
@@ -274,10 +279,10 @@ auto branch_adjoint(const E& e, const G& g, const X& x) {
 ///
 ///     auto y = tf::cond(tf::sum(x) > 0.f, [&] { return x * 2.f; }, [&] { return -x; });
 template <operand P, class Then, class Else>
-    requires std::invocable<Then&> && std::invocable<Else&>
+    requires detail::nullary<Then> && detail::nullary<Else>
 decltype(auto) cond(const P& pred, Then then_fn, Else else_fn) {
-    using A = std::remove_cvref_t<std::invoke_result_t<Then&>>;
-    using B = std::remove_cvref_t<std::invoke_result_t<Else&>>;
+    using A = meta::remove_cvref_t<decltype(then_fn())>;
+    using B = meta::remove_cvref_t<decltype(else_fn())>;
     if constexpr (detail::is_misuse_v<P>) {
         return pred;
     } else if constexpr (detail::is_misuse_v<A>) {
@@ -314,7 +319,7 @@ decltype(auto) switch_from(const I& index, F0& f0, Fs&... fs) {
 ///
 ///     auto y = tf::switch_case(i, [&] { return x; }, [&] { return x * x; }, [&] { return -x; });
 template <operand I, class F0, class... Fs>
-    requires(std::invocable<F0&> && (std::invocable<Fs&> && ...))
+    requires(detail::nullary<F0> && (detail::nullary<Fs> && ...))
 decltype(auto) switch_case(const I& index, F0 f0, Fs... fs) {
     if constexpr (detail::is_misuse_v<I>) {
         return index;

@@ -243,27 +243,28 @@ constexpr bool broadcast_at_run_time(dims child, dims got, unsigned partners) {
 // Slot: bit i is set when another data operand, a different node, has a dyn
 // extent on result axis i. 0 for other parents, whose rules give each child
 // a contribution of its own extents.
-template <class P, std::size_t Slot, class L = typename P::children_list>
-struct dyn_partners {
-    static constexpr unsigned value = 0;
-};
+// (the value is a base's: a static member of its own, or a lambda, would give
+// the class a debug entry, whose name spells P)
+template <std::size_t N>
+constexpr unsigned dyn_partner_mask(const std::array<dims, N>& ds, const std::array<bool, N>& same, std::size_t R,
+                                    std::size_t slot, std::size_t control) {
+    unsigned m = 0;
+    for (std::size_t j = control; j < N; ++j) {
+        if (j == slot || same[j] || ds[j].rank > R) continue;
+        for (std::size_t i = 0; i < ds[j].rank; ++i)
+            if (ds[j].d[i] == dyn) m |= 1u << (R - ds[j].rank + i);
+    }
+    return m;
+}
+template <class P, std::size_t Slot, class L = meta::children_t<P>>
+struct dyn_partners : std::integral_constant<unsigned, 0>, meta::compile_time_only {};
 template <class P, std::size_t Slot, class... C>
     requires(P::kind == op_kind::elementwise)
-struct dyn_partners<P, Slot, meta::list<C...>> {
-    static constexpr unsigned value = [] {
-        using Self = meta::at_t<Slot, C...>;
-        constexpr std::size_t R = shape_t<P>::rank;
-        constexpr std::array<dims, sizeof...(C)> ds{shape_t<C>::value...};
-        constexpr std::array<bool, sizeof...(C)> same{std::is_same_v<C, Self>...};
-        unsigned m = 0;
-        for (std::size_t j = P::control_inputs; j < sizeof...(C); ++j) {
-            if (j == Slot || same[j] || ds[j].rank > R) continue;
-            for (std::size_t i = 0; i < ds[j].rank; ++i)
-                if (ds[j].d[i] == dyn) m |= 1u << (R - ds[j].rank + i);
-        }
-        return m;
-    }();
-};
+struct dyn_partners<P, Slot, meta::list<C...>>
+    : std::integral_constant<unsigned, dyn_partner_mask<sizeof...(C)>({shape_t<C>::value...},
+                                                                      {std::is_same_v<C, meta::at_t<Slot, C...>>...},
+                                                                      shape_t<P>::rank, Slot, P::control_inputs)>,
+      meta::compile_time_only {};
 constexpr std::size_t dyn_count(dims d) {
     std::size_t c = 0;
     for (std::size_t i = 0; i < d.rank; ++i) c += d.d[i] == dyn;
@@ -436,7 +437,7 @@ private:
         if constexpr (ad::is_zero_v<R>) {
             return ad::zero{};
         } else {
-            using A = std::conditional_t<named_adjoint<I, R>(), let_node<adjoint_let<Y, Seed, I>>, R>;
+            using A = meta::if_t<named_adjoint<I, R>(), let_node<adjoint_let<Y, Seed, I>>, R>;
             // memoised in the slots of one node state (as a node holds its
             // children): a shared_ptr per adjoint type would instantiate a
             // control block with a vtable and type name per type
@@ -445,7 +446,7 @@ private:
                 slot_[I] = memo_.get()->count;
                 typeflow::detail::child_ops<A>::type::store(memo_.get(), &a);
             }
-            return *std::launder(reinterpret_cast<const A*>(memo_.get()->slots()[slot_[I]].bytes));
+            return *__builtin_launder(reinterpret_cast<const A*>(memo_.get()->slots()[slot_[I]].bytes));
         }
     }
 
@@ -465,7 +466,7 @@ private:
         } else {
             const PT& p = object<P>();
             const auto v = gradient<typename PT::op>::template vjp<Slot>(p, gp);
-            using V = std::remove_cvref_t<decltype(v)>;
+            using V = meta::remove_cvref_t<decltype(v)>;
             // the partners' bits count the parent's result axes: v's, when it has their rank
             constexpr unsigned partners = [] {
                 if constexpr (ad::is_zero_v<V>) return 0u;
@@ -478,7 +479,7 @@ private:
 
     static constexpr std::size_t none = ~std::size_t{0};
     rule_memo_scope scope_;  // the rules' kept values live as long as the outermost builder
-    const std::conditional_t<std::is_void_v<Seed>, char, Seed>* seed_ = nullptr;
+    const meta::if_t<std::is_void_v<Seed>, char, Seed>* seed_ = nullptr;
     std::array<const void*, N> obj_{};
     typeflow::detail::node_handle memo_{typeflow::detail::new_node_state(N)};  // the adjoints computed so far
     std::array<std::size_t, N> slot_ = [] {
@@ -499,7 +500,7 @@ concept erased_node = requires { T::expand_graph; };
 template <class L>
 struct has_erased;
 template <class... Ts>
-struct has_erased<meta::list<Ts...>> : std::bool_constant<(erased_node<Ts> || ...)> {};
+struct has_erased<meta::list<Ts...>> : std::bool_constant<(erased_node<Ts> || ...)>, meta::compile_time_only {};
 template <class Y>
 constexpr bool floating_cost() {
     constexpr bool ok = std::is_floating_point_v<value_type_t<Y>>;

@@ -232,7 +232,7 @@ struct loop_probe : leaf_base {
 // f(i, x) or f(x)
 template <class F, class I, class X>
 decltype(auto) call_loop_fn(F& f, const I& i, const X& x) {
-    if constexpr (std::is_invocable_v<F&, const I&, const X&>) return f(i, x);
+    if constexpr (requires { f(i, x); }) return f(i, x);
     else return f(x);
 }
 template <class V, class N, class B, class E, class K, class P, class... Ls>
@@ -260,7 +260,7 @@ struct merge_leaves<meta::list<Ls...>, meta::list<>> {
 };
 template <class... Ls, class M, class... Ms>
 struct merge_leaves<meta::list<Ls...>, meta::list<M, Ms...>>
-    : merge_leaves<std::conditional_t<(std::is_same_v<M, Ls> || ...), meta::list<Ls...>, meta::list<Ls..., M>>,
+    : merge_leaves<meta::if_t<(std::is_same_v<M, Ls> || ...), meta::list<Ls...>, meta::list<Ls..., M>>,
                    meta::list<Ms...>> {};
 // A while loop that keeps its functions and the floating-point leaves its
 // body and condition read (found through probes), for its gradient.
@@ -278,16 +278,16 @@ decltype(auto) make_while(const V& v, const N& n, const B& b, const C& c, const 
 template <class CondFn, class BodyFn, class Init>
 struct while_node_types {
     using D = device_t<Init>;
-    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<BodyFn, false>>(std::declval<const Init&>()))>;
+    using V = meta::remove_cvref_t<decltype(make_node<op::loop_var<BodyFn, false>>(std::declval<const Init&>()))>;
     using I = node<op::loop_counter<BodyFn, D, false>>;
-    using B = std::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
-    using C = std::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
+    using B = meta::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
+    using C = meta::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const I&>(), std::declval<const V&>()))>;
     using PX = loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>;
     using PI = loop_probe<std::int32_t, shape<>, D, 2>;
-    using PB = std::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
-    using PC = std::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
+    using PB = meta::remove_cvref_t<decltype(call_loop_fn(std::declval<BodyFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
+    using PC = meta::remove_cvref_t<decltype(call_loop_fn(std::declval<CondFn&>(), std::declval<const PI&>(), std::declval<const PX&>()))>;
     using L = typename merge_leaves<typename cond_leaves<graph::topo_t<PB>>::type, typename cond_leaves<graph::topo_t<PC>>::type>::type;
-    using type = std::remove_cvref_t<decltype(make_while(
+    using type = meta::remove_cvref_t<decltype(make_while(
         std::declval<const V&>(), std::declval<const I&>(), std::declval<const B&>(), std::declval<const C&>(),
         std::declval<const scalar<std::int64_t, D>&>(), std::declval<const while_fn<CondFn, BodyFn, D>&>(),
         std::declval<const PB&>(), std::declval<const PC&>(), L{}))>;
@@ -344,8 +344,8 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
         const node<op::loop_counter<Tag, D, false>> i(detail::children_tag{});
         decltype(auto) b = detail::call_loop_fn(body_fn, i, v);
         decltype(auto) c = detail::call_loop_fn(cond_fn, i, v);
-        if constexpr (detail::is_misuse_v<std::remove_reference_t<decltype(b)>> ||
-                      detail::is_misuse_v<std::remove_reference_t<decltype(c)>>) {
+        if constexpr (detail::is_misuse_v<meta::remove_reference_t<decltype(b)>> ||
+                      detail::is_misuse_v<meta::remove_reference_t<decltype(c)>>) {
             return detail::make_loop<false>(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations});
         } else {
             // the leaves the body and the condition read themselves (not through the variable)
@@ -354,13 +354,13 @@ decltype(auto) while_loop(CondFn cond_fn, BodyFn body_fn, const Init& init, std:
             const auto pb = detail::call_loop_fn(body_fn, pi, px);
             const auto pc = detail::call_loop_fn(cond_fn, pi, px);
             using L = typename detail::merge_leaves<
-                typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(pb)>>>::type,
-                typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(pc)>>>::type>::type;
+                typename detail::cond_leaves<graph::topo_t<meta::remove_cvref_t<decltype(pb)>>>::type,
+                typename detail::cond_leaves<graph::topo_t<meta::remove_cvref_t<decltype(pc)>>>::type>::type;
             using K = while_fn<CondFn, BodyFn, D>;
             K keep;
             keep.data = std::shared_ptr<const typename K::box>(new typename K::box(cond_fn, body_fn, maximum_iterations));
             const auto n = detail::make_while(v, i, b, c, scalar<std::int64_t, D>{maximum_iterations}, keep, pb, pc, L{});
-            static_assert(std::is_same_v<std::remove_cvref_t<decltype(n)>, detail::while_node_t<CondFn, BodyFn, Init>>);
+            static_assert(std::is_same_v<meta::remove_cvref_t<decltype(n)>, detail::while_node_t<CondFn, BodyFn, Init>>);
             return let(detail::while_let<CondFn, BodyFn, Init>{&n});
         }
     }
@@ -427,9 +427,9 @@ namespace detail {
 // function's parameters.
 template <bool Pure, class Fn, class Elems, class Init>
 auto scan_body(const void* b) {
-    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
+    using V = meta::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
     using I = node<op::loop_counter<Fn, device_t<Init>, Pure>>;
-    using B = std::remove_cvref_t<decltype(std::declval<Fn&>()(std::declval<const V&>(),
+    using B = meta::remove_cvref_t<decltype(std::declval<Fn&>()(std::declval<const V&>(),
                                                                 gather(std::declval<const Elems&>(), std::declval<const I&>())))>;
     return let([b] { return *static_cast<const B*>(b); });
 }
@@ -437,15 +437,15 @@ auto scan_body(const void* b) {
 template <bool Pure, bool Rows, class Fn, class Elems, class Init>
 struct scan_node_types {
     using D = device_t<Init>;
-    using V = std::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
+    using V = meta::remove_cvref_t<decltype(make_node<op::loop_var<Fn, Pure>>(std::declval<const Init&>()))>;
     using I = node<op::loop_counter<Fn, D, Pure>>;
     using Row = decltype(gather(std::declval<const Elems&>(), std::declval<const I&>()));
     using Body = decltype(scan_body<Pure, Fn, Elems, Init>(nullptr));
-    using Probe = std::remove_cvref_t<decltype(std::declval<Fn&>()(
+    using Probe = meta::remove_cvref_t<decltype(std::declval<Fn&>()(
         std::declval<const loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>&>(),
         std::declval<const loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>&>()))>;
     using L = typename cond_leaves<graph::topo_t<Probe>>::type;
-    using type = std::remove_cvref_t<decltype(make_scan(std::declval<const V&>(), std::declval<const I&>(),
+    using type = meta::remove_cvref_t<decltype(make_scan(std::declval<const V&>(), std::declval<const I&>(),
                                                         std::declval<const Body&>(), std::declval<const Elems&>(),
                                                         std::declval<const scan_fn<Fn, D, Rows>&>(),
                                                         std::declval<const Probe&>(), L{}))>;
@@ -468,21 +468,21 @@ decltype(auto) make_scan_of(Fn& fn, const Elems& elems, const Init& init) {
         const node<op::loop_counter<Tag, D, Pure>> i(detail::children_tag{});
         using Row = decltype(gather(elems, i));
         decltype(auto) b = fn(v, gather(elems, i));
-        if constexpr (detail::is_misuse_v<std::remove_reference_t<decltype(b)>>) {
+        if constexpr (detail::is_misuse_v<meta::remove_reference_t<decltype(b)>>) {
             return b;
-        } else if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) {
+        } else if constexpr (Pure && !is_pure_v<meta::remove_cvref_t<decltype(b)>>) {
             return make_scan_of<false, Rows>(fn, elems, init);  // a step holding anonymous constants
         } else {
             // the variables and placeholders the step reads (not through the carry or the row)
             const auto probe = fn(detail::loop_probe<value_type_t<Init>, shape_t<Init>, D, 0>{},
                                   detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>{});
-            using L = typename detail::cond_leaves<graph::topo_t<std::remove_cvref_t<decltype(probe)>>>::type;
+            using L = typename detail::cond_leaves<graph::topo_t<meta::remove_cvref_t<decltype(probe)>>>::type;
             scan_fn<Fn, D, Rows> keep;
             keep.data = std::make_shared<const typename scan_fn<Fn, D, Rows>::box>(typename scan_fn<Fn, D, Rows>::box{true, fn});
             const auto body = scan_body<Pure, Fn, Elems, Init>(&b);
-            static_assert(std::is_same_v<typename decltype(body)::value_expression, std::remove_cvref_t<decltype(b)>>);
+            static_assert(std::is_same_v<typename decltype(body)::value_expression, meta::remove_cvref_t<decltype(b)>>);
             const auto n = detail::make_scan(v, i, body, elems, keep, probe, L{});
-            static_assert(std::is_same_v<std::remove_cvref_t<decltype(n)>, scan_node_t<Pure, Rows, Fn, Elems, Init>>);
+            static_assert(std::is_same_v<meta::remove_cvref_t<decltype(n)>, scan_node_t<Pure, Rows, Fn, Elems, Init>>);
             return scan_let<Pure, Rows, Fn, Elems, Init>(&n);
         }
     }
@@ -574,7 +574,7 @@ struct loop_vars_layout {
     }
     template <class R, std::size_t... K>
     static decltype(auto) pack_checked(const R& r, std::index_sequence<K...>) {
-        using E = std::tuple<std::remove_cvref_t<std::tuple_element_t<K, R>>...>;
+        using E = std::tuple<meta::remove_cvref_t<std::tuple_element_t<K, R>>...>;
         constexpr std::array<bool, count> dtype_ok{
             std::is_same_v<value_type_t<at<K>>, value_type_t<std::tuple_element_t<K, E>>>...};
         constexpr std::array<bool, count> shape_ok{fits(shape_t<at<K>>::value, shape_t<std::tuple_element_t<K, E>>::value)...};
@@ -613,7 +613,7 @@ inline constexpr bool loop_vars_static = (shape_t<V>::is_static && ...);
 // What a loop over the flat vector gives, unpacked (a misuse as it is).
 template <class R, class U>
 decltype(auto) unpack_flat(R&& r, U unpack) {
-    if constexpr (is_misuse_v<std::remove_reference_t<R>>) return std::forward<R>(r);
+    if constexpr (is_misuse_v<meta::remove_reference_t<R>>) return std::forward<R>(r);
     else return unpack(r);
 }
 // Checks a tuple of loop variables (a class: its assertions fire where it is named).
@@ -630,7 +630,7 @@ struct loop_vars_check {
 template <class Lay, class F, class I, class X>
 decltype(auto) call_vars_fn(F& f, const I& i, const X& flat) {
     return [&]<std::size_t... K>(std::index_sequence<K...>) -> decltype(auto) {
-        if constexpr (std::is_invocable_v<F&, const I&, decltype(Lay::template unpack<K>(flat))...>)
+        if constexpr (requires { f(i, Lay::template unpack<K>(flat)...); })
             return f(i, Lay::template unpack<K>(flat)...);
         else
             return f(Lay::template unpack<K>(flat)...);
@@ -714,7 +714,7 @@ decltype(auto) map_fn(Fn fn, const Elems& elems) {
     } else {
         using D = device_t<Elems>;
         using Row = decltype(gather(elems, std::declval<const node<op::loop_counter<Fn, D, true>>&>()));
-        using Out = std::remove_cvref_t<decltype(fn(std::declval<const detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>&>()))>;
+        using Out = meta::remove_cvref_t<decltype(fn(std::declval<const detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>&>()))>;
         if constexpr (detail::is_misuse_v<Out>) {
             return fn(detail::loop_probe<value_type_t<Row>, shape_t<Row>, D, 1>{});
         } else if constexpr (!shape_t<Out>::is_static) {
@@ -752,7 +752,7 @@ auto indexed_loop_of(const L& limit, const I& init, F step) {
     const auto v = make_node<op::loop_var<Tag, Pure>>(init);
     const node<op::loop_counter<Tag, D, Pure>> t(children_tag{});
     const auto b = step(v, t);
-    if constexpr (Pure && !is_pure_v<std::remove_cvref_t<decltype(b)>>) return indexed_loop_of<Stacked, Tag, false>(limit, init, step);
+    if constexpr (Pure && !is_pure_v<meta::remove_cvref_t<decltype(b)>>) return indexed_loop_of<Stacked, Tag, false>(limit, init, step);
     else return make_node<op::loop<Stacked>>(v, t, b, literal<bool, 1, 1, D>{}, limit);
 }
 // A scan over elems' leading axis whose step sees the carry and the iteration t.
@@ -773,9 +773,9 @@ inline constexpr char rule_type_tag = 0;
 // placeholders its step reads), for its gradient.
 template <class N>
 struct loop_leaves {
-    static constexpr std::size_t count = N::children_list::size - 6;
+    static constexpr std::size_t count = meta::children_t<N>::size - 6;
     template <std::size_t K>
-    using at = meta::list_at_t<6 + K, typename N::children_list>;
+    using at = meta::list_at_t<6 + K, meta::children_t<N>>;
     // where leaf K's elements start in the joint carry (the variable's: offset<count>)
     template <std::size_t K>
     static constexpr index_t offset = [] {
@@ -791,7 +791,7 @@ struct loop_leaves {
 // time, by a builder of their own).
 template <class N>
 constexpr bool joint_ok() {
-    using B = meta::list_at_t<2, typename N::children_list>;
+    using B = meta::list_at_t<2, meta::children_t<N>>;
     return !autodiff::has_erased<typename graph::graph_of<B>::nodes>::value &&
            []<std::size_t... K>(std::index_sequence<K...>) {
                return ((std::is_same_v<value_type_t<typename loop_leaves<N>::template at<K>>, value_type_t<N>> &&
@@ -836,7 +836,7 @@ auto carry_before(const S& s, const R& r) {
 }
 // The step function a scan node N keeps.
 template <class N>
-using scan_step_fn_t = std::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn)>;
+using scan_step_fn_t = meta::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn)>;
 // The trip count of scan node n (its rows), an int32 scalar.
 template <class N>
 auto scan_length(const N& n) {
@@ -853,7 +853,7 @@ struct scan_piece;
 template <class S, class T, bool Rev, int K>
 struct scan_piece_raw;
 template <class S, class T, bool Rev, int K>
-using scan_piece_t = std::remove_cvref_t<decltype(let(std::declval<const scan_piece<S, T, Rev, K>&>()))>;
+using scan_piece_t = meta::remove_cvref_t<decltype(let(std::declval<const scan_piece<S, T, Rev, K>&>()))>;
 // the step's index: piece 0 when Rev, else the counter itself
 template <class S, class T, bool Rev>
 struct scan_index {
@@ -868,24 +868,24 @@ using scan_index_t = typename scan_index<S, T, Rev>::type;
 template <class S, class T>
 struct scan_piece_raw<S, T, true, 0> {
     using N = typename S::value_expression;
-    using type = std::remove_cvref_t<decltype(scan_length(std::declval<const N&>()) -
+    using type = meta::remove_cvref_t<decltype(scan_length(std::declval<const N&>()) -
                                               literal<std::int32_t, 1, 1, device_t<N>>{} - std::declval<const T&>())>;
 };
 template <class S, class T, bool Rev>
 struct scan_piece_raw<S, T, Rev, 1> {
-    using type = std::remove_cvref_t<decltype(identity(
+    using type = meta::remove_cvref_t<decltype(identity(
         stop_gradient(carry_before(std::declval<const S&>(), std::declval<const scan_index_t<S, T, Rev>&>()))))>;
 };
 template <class S, class T, bool Rev>
 struct scan_piece_raw<S, T, Rev, 2> {
     using N = typename S::value_expression;
-    using type = std::remove_cvref_t<decltype(identity(stop_gradient(
+    using type = meta::remove_cvref_t<decltype(identity(stop_gradient(
         gather(std::declval<const N&>().template child<4>(), std::declval<const scan_index_t<S, T, Rev>&>()))))>;
 };
 template <class S, class T, bool Rev>
 struct scan_piece_raw<S, T, Rev, 3> {
     using N = typename S::value_expression;
-    using type = std::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn(
+    using type = meta::remove_cvref_t<decltype(std::declval<const N&>().template child<5>().data->fn(
         std::declval<const scan_piece_t<S, T, Rev, 1>&>(), std::declval<const scan_piece_t<S, T, Rev, 2>&>()))>;
 };
 template <class S, class T, bool Rev, int K>
@@ -911,7 +911,7 @@ scan_step<S, T, Rev> recomputed_step(const S& s, const T& t, const L& len = 0) {
     const auto r = [&] {
         if constexpr (Rev) {
             const auto e = len - literal<std::int32_t, 1, 1, device_t<S>>{} - t;
-            static_assert(std::is_same_v<std::remove_cvref_t<decltype(e)>, typename scan_piece_raw<S, T, true, 0>::type>);
+            static_assert(std::is_same_v<meta::remove_cvref_t<decltype(e)>, typename scan_piece_raw<S, T, true, 0>::type>);
             return let(scan_piece<S, T, true, 0>{&e});
         } else {
             return t;
@@ -951,7 +951,7 @@ auto build_scan_back(const void* sp, const void* pp) {  // by address: the let's
     const S& sv = *static_cast<const S*>(sp);
     const auto& n = sv.template child<0>();
     const P& parts = *static_cast<const P*>(pp);
-    using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+    using Fn = meta::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
     const auto& [gy, len, zc] = parts;
     return let([&] {
         return indexed_scan<scan_grad_tag<Fn, 0>>(n.template child<4>(), zc, [&](const auto& a, const auto& s) {
@@ -971,7 +971,7 @@ auto build_scan_joint(const void* sp, const void* pp) {  // by address, as build
     const P& parts = *static_cast<const P*>(pp);
     using N = typename S::value_expression;
     const N& n = sv.template child<0>();
-    using Fn = std::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
+    using Fn = meta::remove_cvref_t<decltype(n.template child<5>().data->fn)>;
     using D = device_t<N>;
     using C = value_type_t<N>;
     using L = loop_leaves<N>;
@@ -984,7 +984,7 @@ auto build_scan_joint(const void* sp, const void* pp) {  // by address, as build
             return indexed_loop<scan_grad_tag<Fn, 3>>(len, start, [&](const auto& v, const auto& s) {
                 const auto st = recomputed_step<true>(sv, s, len);
                 const auto seed = gather(gy, st.r) + reshape_like(slice<off_c>(v, sizes<-1>), st.c);
-                autodiff::builder<std::remove_cvref_t<decltype(st.y)>, std::remove_cvref_t<decltype(seed)>> grads(st.y, seed);
+                autodiff::builder<meta::remove_cvref_t<decltype(st.y)>, meta::remove_cvref_t<decltype(seed)>> grads(st.y, seed);
                 return joint_concat(slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
                                         reshape<-1>(grads.of(n.template child<6 + K>()))...,
                                     reshape<-1>(grads.of(st.c)));
@@ -1035,7 +1035,7 @@ auto rows_seeds(const void* sp, const void* gp) {
         const literal<std::int32_t, 2, 1, D> two;
         const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(sv, g); });
         const auto& [gy, len, zc] = parts;
-        const auto& back = kept_piece(n, g, [&] { return build_scan_back<S, std::remove_cvref_t<decltype(parts)>>(&sv, &parts); });
+        const auto& back = kept_piece(n, g, [&] { return build_scan_back<S, meta::remove_cvref_t<decltype(parts)>>(&sv, &parts); });
         const auto seeds = indexed_scan<scan_grad_tag<Fn, 2>>(n.template child<4>(), zc, [&](const auto&, const auto& t) {
             return gather(gy, t) + where(equal(t, len - one), zc, gather(back, maximum(len - two - t, zero)));
         });
@@ -1053,17 +1053,17 @@ auto scan_adjoint_expr(const N& n, const G& g) {
     const auto& init = v.template child<0>();
     const auto& elems = n.template child<4>();
     const auto& fn = n.template child<5>().data->fn;
-    using Fn = std::remove_cvref_t<decltype(fn)>;
+    using Fn = meta::remove_cvref_t<decltype(fn)>;
     using D = device_t<N>;
     using i32 = std::int32_t;
-    constexpr bool rows = std::remove_cvref_t<decltype(n.template child<5>())>::independent_rows;
+    constexpr bool rows = meta::remove_cvref_t<decltype(n.template child<5>())>::independent_rows;
     const literal<i32, 0, 1, D> zero;
     const literal<i32, 1, 1, D> one;
     const literal<i32, 2, 1, D> two;
     const auto& sv = scan_value(n, g);
-    using S = std::remove_cvref_t<decltype(sv)>;
+    using S = meta::remove_cvref_t<decltype(sv)>;
     const auto& parts = kept_piece(n, g, [&] { return build_scan_parts(sv, g); });
-    using P = std::remove_cvref_t<decltype(parts)>;
+    using P = meta::remove_cvref_t<decltype(parts)>;
     const auto& gy = std::get<0>(parts);  // [T, carry]
     const auto& len = std::get<1>(parts);
     const auto& zc = std::get<2>(parts);
@@ -1074,7 +1074,7 @@ auto scan_adjoint_expr(const N& n, const G& g) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), init);
         } else {
             const auto& p = n.template child<I>();
-            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
+            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<meta::remove_cvref_t<decltype(p)>>::numel>), p);
         }
     } else {
         const auto& back = kept_piece(n, g, [&] { return build_scan_back<S, P>(&sv, &parts); });
@@ -1122,7 +1122,7 @@ auto scan_adjoint_let(const void* r) {
 template <std::size_t I, class N, class G>
 auto scan_adjoint(const N& n, const G& g) {
     const auto r = scan_adjoint_expr<I>(n, g);
-    return scan_adjoint_let<I, std::remove_cvref_t<decltype(scan_value(n, g))>, G>(&r);
+    return scan_adjoint_let<I, meta::remove_cvref_t<decltype(scan_value(n, g))>, G>(&r);
 }
 }  // namespace detail
 
@@ -1140,10 +1140,10 @@ inline constexpr bool is_while_node_v<node<op::loop<false>, C...>> = true;
 template <class L>
 struct holds_while;
 template <class... Ts>
-struct holds_while<meta::list<Ts...>> : std::bool_constant<(is_while_node_v<Ts> || ...)> {};
+struct holds_while<meta::list<Ts...>> : std::bool_constant<(is_while_node_v<Ts> || ...)>, meta::compile_time_only {};
 // True when loop node N's body (child 2) holds a while_loop.
 template <class N>
-inline constexpr bool body_holds_while_v = holds_while<graph::topo_t<meta::list_at_t<2, typename N::children_list>>>::value;
+inline constexpr bool body_holds_while_v = holds_while<graph::topo_t<meta::list_at_t<2, meta::children_t<N>>>>::value;
 // Whether loop node N can be differentiated; a compile error when not (its
 // body holds a while_loop), after which the rule stops.
 template <class N>
@@ -1159,12 +1159,12 @@ template <>
 struct gradient<op::loop<true>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
-        constexpr bool kept = N::children_list::size > 5;
+        constexpr bool kept = meta::children_t<N>::size > 5;
         if constexpr (!detail::differentiable_loop<N>()) {
             return ad::zero{};  // reported
         } else if constexpr (I == 1 || I == 2 || I == 3 || I == 5 || !kept || !std::is_floating_point_v<value_type_t<N>>) {
             return ad::zero{};
-        } else if constexpr (I == 4 && !std::is_floating_point_v<value_type_t<meta::list_at_t<4, typename N::children_list>>>) {
+        } else if constexpr (I == 4 && !std::is_floating_point_v<value_type_t<meta::list_at_t<4, meta::children_t<N>>>>) {
             return ad::zero{};
         } else {
             return detail::scan_adjoint<I>(n, g);
@@ -1179,7 +1179,7 @@ namespace detail {
 template <class Fn, std::size_t K>
 struct while_grad_tag {};
 template <class Init>
-using while_x0_t = std::remove_cvref_t<decltype(identity(stop_gradient(std::declval<const Init&>())))>;
+using while_x0_t = meta::remove_cvref_t<decltype(identity(stop_gradient(std::declval<const Init&>())))>;
 // A step of the scan a while loop's gradient recomputes the loop with: the
 // carry s is [taken, the variable's elements] (flattened); the step takes
 // the body while the loop is alive and its condition holds (taken = 1), and
@@ -1267,8 +1267,8 @@ struct while_parts {
     using i32 = std::int32_t;
     static constexpr literal<i32, 0, 1, D> i0{};
     static constexpr literal<i32, 1, 1, D> i1{};
-    const std::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).first)>& hs;
-    const std::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).second)>& x0;
+    const meta::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).first)>& hs;
+    const meta::remove_cvref_t<decltype(while_forward(std::declval<const N&>()).second)>& x0;
     decltype(broadcast_like(std::declval<const G&>(), x0)) gx;
     decltype(cast<i32>(make_node<op::reduced_count<0>>(hs))) len;
     while_parts(const N& n, const G& g)
@@ -1290,7 +1290,7 @@ struct while_parts {
 template <class N, class G>
 auto build_while_back(const N& n, const while_parts<N, G>& w) {
     auto body_fn = n.template child<5>().data->body;
-    using Body = std::remove_cvref_t<decltype(body_fn)>;
+    using Body = meta::remove_cvref_t<decltype(body_fn)>;
     // in a tf::let, as the forward scan: each leaf's scan reads it three times
     return let([&] {
         return indexed_scan<while_grad_tag<Body, 0>, false>(w.hs, w.gx, [&](const auto& a, const auto& s) {
@@ -1314,7 +1314,7 @@ auto build_while_back(const N& n, const while_parts<N, G>& w) {
 template <class N, class G>
 auto build_while_joint(const N& n, const while_parts<N, G>& w) {
     auto body_fn = n.template child<5>().data->body;
-    using Body = std::remove_cvref_t<decltype(body_fn)>;
+    using Body = meta::remove_cvref_t<decltype(body_fn)>;
     using D = device_t<N>;
     using T = value_type_t<N>;
     using L = loop_leaves<N>;
@@ -1331,7 +1331,7 @@ auto build_while_joint(const N& n, const while_parts<N, G>& w) {
                         const auto c = w.x_at(r);
                         const auto y = call_loop_fn(body_fn, r, c);
                         const auto a = reshape_like(slice<off_x>(v, sizes<-1>), c);
-                        autodiff::builder<std::remove_cvref_t<decltype(y)>, decltype(a)> grads(y, a);
+                        autodiff::builder<meta::remove_cvref_t<decltype(y)>, decltype(a)> grads(y, a);
                         return joint_concat(
                             slice<L::template offset<K>>(v, sizes<shape_t<typename L::template at<K>>::numel>) +
                                 reshape<-1>(grads.of(n.template child<6 + K>()))...,
@@ -1355,7 +1355,7 @@ auto while_adjoint_per_leaf(const N& n, const G& g, const while_parts<N, G>& w) 
         return cond(w.len > w.i0, [&] { return gather(back, maximum(w.len - w.i1, w.i0)); }, [&] { return w.gx; });
     } else {
         auto body_fn = n.template child<5>().data->body;
-        using Body = std::remove_cvref_t<decltype(body_fn)>;
+        using Body = meta::remove_cvref_t<decltype(body_fn)>;
         const literal<i32, 2, 1, D> i2;
         // the adjoint of step t's result: g after the last step, else what the later steps send back
         const auto adj_at = [&](const auto& t) {
@@ -1388,7 +1388,7 @@ auto while_adjoint(const N& n, const G& g) {
             return reshape_like(slice<L::template offset<L::count>>(joint, sizes<-1>), w.x0);
         } else {
             const auto& p = n.template child<I>();
-            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<std::remove_cvref_t<decltype(p)>>::numel>), p);
+            return reshape_like(slice<L::template offset<I - 6>>(joint, sizes<shape_t<meta::remove_cvref_t<decltype(p)>>::numel>), p);
         }
     } else {
         return while_adjoint_per_leaf<I>(n, g, w);
@@ -1407,7 +1407,7 @@ template <>
 struct gradient<op::loop<false>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
-        constexpr bool kept = N::children_list::size > 5;
+        constexpr bool kept = meta::children_t<N>::size > 5;
         if constexpr (!detail::differentiable_loop<N>()) {
             return ad::zero{};  // reported
         } else if constexpr ((I >= 1 && I <= 5) || !kept || !std::is_floating_point_v<value_type_t<N>>) {

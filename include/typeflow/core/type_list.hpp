@@ -14,12 +14,6 @@ template <std::size_t N>
 struct list_size {
     static constexpr std::size_t size = N;
 };
-template <class... T>
-struct list : list_size<sizeof...(T)> {};
-
-template <class T>
-struct tag {};
-
 /// A base for classes that only compute types and are never constructed.
 /// GCC writes a class with a virtual function into the debug information
 /// only where its vtable is emitted, and no object of these ever needs one,
@@ -28,6 +22,82 @@ struct tag {};
 struct compile_time_only {
     virtual void typeflow_compile_time_only_() {}
 };
+
+/// A list of types; never constructed (a compile_time_only class).
+template <class... T>
+struct list : list_size<sizeof...(T)>, compile_time_only {};
+
+/// One element of a set (a base of set and of the graph walk's sets); its
+/// virtual function keeps it out of the debug information, as for
+/// compile_time_only.
+template <class T>
+struct tag {};
+
+#if defined(__has_builtin)
+#if __has_builtin(__remove_cvref)
+#define TYPEFLOW_BUILTIN_REMOVE_CVREF 1
+#endif
+#endif
+#ifdef TYPEFLOW_BUILTIN_REMOVE_CVREF
+/// std::remove_cvref_t through the compiler's builtin.
+template <class T>
+using remove_cvref_t = __remove_cvref(T);
+#else
+template <class T>
+struct remove_cvref : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_cvref<const T> : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_cvref<volatile T> : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_cvref<const volatile T> : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_cvref<T&> : remove_cvref<T> {};
+template <class T>
+struct remove_cvref<T&&> : remove_cvref<T> {};
+/// std::remove_cvref_t, through compile_time_only classes: the standard's
+/// classes spell the node types they strip in a -g build's names.
+template <class T>
+using remove_cvref_t = typename remove_cvref<T>::type;
+#endif
+
+template <class T>
+struct remove_reference : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_reference<T&> : compile_time_only {
+    using type = T;
+};
+template <class T>
+struct remove_reference<T&&> : compile_time_only {
+    using type = T;
+};
+/// std::remove_reference_t, through compile_time_only classes (as remove_cvref_t).
+template <class T>
+using remove_reference_t = typename remove_reference<T>::type;
+
+template <bool B>
+struct if_c : compile_time_only {
+    template <class A, class Else>
+    using type = A;
+};
+template <>
+struct if_c<false> : compile_time_only {
+    template <class A, class Else>
+    using type = Else;
+};
+/// std::conditional_t, keyed on the flag alone: no class names the two types.
+template <bool B, class A, class Else>
+using if_t = typename if_c<B>::template type<A, Else>;
 
 /// A set with O(1) membership: inherits tag<T> for each element.
 template <class... T>

@@ -406,7 +406,7 @@ private:
     template <class L, class M, class... P>
     auto make_step(const L& loss, const M& metrics, const train::grads_and_vars<P...>& gv) const {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            using Vars = meta::list<std::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
+            using Vars = meta::list<meta::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
             return make_step_of(loss, metrics, gv, Vars{}, std::index_sequence<K...>{});
         }(std::index_sequence_for<P...>{});
     }

@@ -122,7 +122,7 @@ using ps_ids_t = placeholder<typeflow::concat<V::fixed_name, "/ps_ids">(), std::
 /// axis-0 indexed_slices of V), else 0.
 template <class G, class V>
 constexpr std::size_t ps_pairs() {
-    if constexpr (is_indexed_slices_of<G, V>::value) return (G::children_list::size - 1) / 2;
+    if constexpr (is_indexed_slices_of<G, V>::value) return (meta::children_t<G>::size - 1) / 2;
     else return 0;
 }
 /// What a worker fetches for gradient g of V: g itself, or a sparse one's
@@ -1052,14 +1052,14 @@ private:
     template <class L, class... G>
     auto make(const L& loss, const train::grads_and_vars<G...>& gv) const {
         return [&]<std::size_t... K>(std::index_sequence<K...>) {
-            using Vars = meta::list<std::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
+            using Vars = meta::list<meta::remove_cvref_t<decltype(gv.template get<K>().var)>...>;
             return make_of(loss, gv, Vars{}, std::index_sequence<K...>{});
         }(std::index_sequence_for<G...>{});
     }
     template <class L, class... G, class... Vs, std::size_t... K>
     auto make_of(const L& loss, const train::grads_and_vars<G...>& gv, meta::list<Vs...>, std::index_sequence<K...>) const {
         using P = typename PS::template of<Vs...>;
-        using Pairs = std::index_sequence<detail::ps_pairs<std::remove_cvref_t<decltype(gv.template get<K>().grad)>, Vs>()...>;
+        using Pairs = std::index_sequence<detail::ps_pairs<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>, Vs>()...>;
         auto fetch_all = std::apply([&](const auto&... e) { return fetch(loss, e...); },
                                     std::tuple_cat(detail::ps_grad_pack<Vs>(gv.template get<K>().grad)...));
         auto ids = std::tuple_cat(detail::ps_ids_pack<Vs>(gv.template get<K>().grad)...);
@@ -1069,12 +1069,12 @@ private:
             else return 0;  // no table: nothing to evaluate before a pull
         }();
         auto apply = opt_.apply_gradients(
-            train::grads_and_vars<train::grad_and_var<decltype(detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+            train::grads_and_vars<train::grad_and_var<decltype(detail::ps_apply_grad<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
                                                           gv.template get<K>().var)),
                                                       Vs>...>(
-                train::grad_and_var<decltype(detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+                train::grad_and_var<decltype(detail::ps_apply_grad<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
                                         gv.template get<K>().var)),
-                                    Vs>{detail::ps_apply_grad<std::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
+                                    Vs>{detail::ps_apply_grad<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>(
                                             gv.template get<K>().var),
                                         gv.template get<K>().var}...));
         return ps_training<P, Pairs, L, decltype(fetch_all), decltype(fetch_ids), decltype(apply), Vs...>(

@@ -24,6 +24,7 @@
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/shape.hpp>
+#include <typeflow/core/type_list.hpp>
 
 namespace typeflow::diagnostic {
 template <class Op, class ShapeA, class ShapeB>
@@ -167,7 +168,7 @@ struct first_failure {
 };
 template <class R, class... Rest>
 struct first_failure<R, Rest...> {
-    using type = std::conditional_t<R::ok, typename first_failure<Rest...>::type, typename R::diagnostic>;
+    using type = meta::if_t<R::ok, typename first_failure<Rest...>::type, typename R::diagnostic>;
 };
 template <class... R>
 using first_failure_t = typename first_failure<R...>::type;

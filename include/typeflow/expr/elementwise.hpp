@@ -125,8 +125,8 @@ constexpr auto binary_rule() {
 
 /// Operands of a binary op: two expressions, or one and an arithmetic scalar.
 template <class A, class B>
-concept binary_operands = (operand<A> && (operand<B> || std::is_arithmetic_v<std::remove_cvref_t<B>>)) ||
-                          (std::is_arithmetic_v<std::remove_cvref_t<A>> && operand<B>);
+concept binary_operands = (operand<A> && (operand<B> || std::is_arithmetic_v<meta::remove_cvref_t<B>>)) ||
+                          (std::is_arithmetic_v<meta::remove_cvref_t<A>> && operand<B>);
 
 /// Builds a binary node (make_node), turning an arithmetic operand into a
 /// scalar of the other operand's dtype and device.

@@ -29,7 +29,7 @@ namespace ad {
 struct zero {};
 
 template <class T>
-inline constexpr bool is_zero_v = std::is_same_v<std::remove_cvref_t<T>, zero>;
+inline constexpr bool is_zero_v = std::is_same_v<meta::remove_cvref_t<T>, zero>;
 
 template <class T>
 inline constexpr bool is_one_v = false;

@@ -222,10 +222,10 @@ inline constexpr bool is_constant_tensor_v<constant_tensor<T, S, D>> = true;
 
 /// Satisfied by variable<...> types.
 template <class V>
-concept variable_c = detail::is_variable_v<std::remove_cvref_t<V>>;
+concept variable_c = detail::is_variable_v<meta::remove_cvref_t<V>>;
 /// Satisfied by placeholder<...> types.
 template <class P>
-concept placeholder_c = detail::is_placeholder_v<std::remove_cvref_t<P>>;
+concept placeholder_c = detail::is_placeholder_v<meta::remove_cvref_t<P>>;
 
 /// Turns an operand into an expression: expressions (and misuses, see
 /// detail::misuse) pass through, arithmetic scalars become scalar<T> of the

@@ -61,7 +61,7 @@ struct gradient<op::let_view> {
 
 namespace detail {
 template <class F>
-using let_value_t = std::remove_cvref_t<std::invoke_result_t<F&>>;
+using let_value_t = meta::remove_cvref_t<decltype(std::declval<F&>()())>;
 template <class X>
 struct let_op {
     using type = op::let_view;
@@ -122,10 +122,10 @@ inline constexpr bool is_let_v<let_node<F>> = true;
 /// loop, a matrix product, a leaf) a view of its buffer, so nothing is copied.
 /// tf::grad passes through it.
 template <class F>
-    requires std::invocable<F&>
+    requires requires(F& f) { f(); }
 decltype(auto) let(F step) {
-    using R = std::invoke_result_t<F&>;
-    if constexpr (detail::is_misuse_v<std::remove_reference_t<R>>) {
+    using R = decltype(step());
+    if constexpr (detail::is_misuse_v<meta::remove_reference_t<R>>) {
         return step();  // a misuse inside the step stays one error
     } else {
         static_assert(expression<R>, "typeflow: let: the lambda must return a graph expression");

@@ -183,22 +183,22 @@ inline constexpr bool is_misuse_v<volatile T> = std::is_class_v<T>;
 /// Any typeflow graph node: a leaf or an operation node (not a misuse, whose
 /// type is incomplete).
 template <class E>
-concept expression = !detail::is_misuse_v<std::remove_reference_t<E>> &&
-                     __is_base_of(detail::expression_base, std::remove_cvref_t<E>);  // the builtin: no per-type entity
+concept expression = !detail::is_misuse_v<meta::remove_reference_t<E>> &&
+                     __is_base_of(detail::expression_base, meta::remove_cvref_t<E>);  // the builtin: no per-type entity
 
 /// What an op function takes: an expression, or a misuse, which it returns as
 /// it is (see detail::misuse). Everything else (tf::grad, fetches, sessions,
 /// tf::expr) takes expressions only.
 template <class E>
-concept operand = detail::is_misuse_v<std::remove_reference_t<E>> || expression<E>;
+concept operand = detail::is_misuse_v<meta::remove_reference_t<E>> || expression<E>;
 
 /// Element type, static shape and device of an expression.
 template <expression E>
-using value_type_t = typename std::remove_cvref_t<E>::value_type;
+using value_type_t = typename meta::remove_cvref_t<E>::value_type;
 template <expression E>
-using shape_t = typename std::remove_cvref_t<E>::shape_type;
+using shape_t = typename meta::remove_cvref_t<E>::shape_type;
 template <expression E>
-using device_t = typename std::remove_cvref_t<E>::device;
+using device_t = typename meta::remove_cvref_t<E>::device;
 
 namespace detail {
 // How many leading children only order execution: from the op's traits. A
@@ -243,7 +243,6 @@ public:
     using value_type = typename traits::value_type;
     using shape_type = typename traits::shape_type;
     using device = typename traits::device;
-    using children_list = meta::list<C...>;
 
     /// Use make_node or the op functions. The tag keeps this constructor out
     /// of implicit-conversion checks between node types, which otherwise
@@ -265,7 +264,7 @@ public:
     template <std::size_t I>
     const auto& child() const noexcept {
         using T = meta::at_t<I, C...>;
-        return *std::launder(reinterpret_cast<const T*>(h_.get()->slots()[I].bytes));
+        return *__builtin_launder(reinterpret_cast<const T*>(h_.get()->slots()[I].bytes));
     }
     /// Address of the shared state: equal for copies of one node.
     const void* identity() const noexcept { return h_.get()->identity(); }
@@ -277,6 +276,19 @@ private:
 /// The node tf::let makes (expr/let.hpp).
 template <class F>
 class let_node;
+
+namespace meta {
+namespace children_detail {
+template <class Op, class... C>
+list<C...> of(const node<Op, C...>*);  // an operation node, or a class derived from one (let_node)
+template <class N>
+auto of(const N*) -> typename N::children_list;  // leaves and kernel signatures
+}  // namespace children_detail
+/// The children of node N as a meta::list. Not a member of node: a member
+/// typedef is a debug entry of every node, whose name spells every child.
+template <class N>
+using children_t = decltype(children_detail::of(static_cast<const N*>(nullptr)));
+}  // namespace meta
 
 namespace detail {
 template <class T>

@@ -26,7 +26,7 @@ std::string dot_label() {
 /// edges from inputs to consumers (dashed: control dependencies).
 template <expression... Es>
 std::string to_dot(const Es&...) {
-    using G = graph::graph_of<std::remove_cvref_t<Es>...>;
+    using G = graph::graph_of<meta::remove_cvref_t<Es>...>;
     std::string s = "digraph typeflow {\n  rankdir=BT;\n  node [shape=box, fontname=\"monospace\"];\n";
     std::size_t i = 0;
     [&]<class... Ts>(meta::list<Ts...>) {

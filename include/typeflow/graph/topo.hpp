@@ -70,7 +70,7 @@ struct visited : meta::tag<Ts>..., meta::compile_time_only {
     template <class N>
     struct visit<N, false> : meta::compile_time_only {
         using type = append_t<typename decltype(detail::visit_all_fn<visited>(
-                                  static_cast<typename N::children_list*>(nullptr)))::type,
+                                  static_cast<meta::children_t<N>*>(nullptr)))::type,
                               N>;
     };
     // Nodes of one to three children visit them in one expression: one
@@ -164,7 +164,7 @@ struct children_positions<meta::list<C...>> : meta::compile_time_only {
     using in = std::index_sequence<meta::index_of<Nodes, C>::value...>;
 };
 template <class Nodes, class N>
-using child_indices_t = typename children_positions<typename N::children_list>::template in<Nodes>;
+using child_indices_t = typename children_positions<meta::children_t<N>>::template in<Nodes>;
 // Appends the edges of parent p (children at positions I...), keyed on the positions alone.
 template <std::size_t... I>
 constexpr void put_edges(edge* e, std::size_t& k, std::size_t p, std::size_t control, unsigned extents_only,
@@ -188,7 +188,7 @@ struct info<meta::list<Ts...>, meta::list<Fs...>> {
     template <class T>
     using index = meta::index_of<nodes, T>;
 
-    static constexpr std::size_t edge_count = (std::size_t{0} + ... + Ts::children_list::size);
+    static constexpr std::size_t edge_count = (std::size_t{0} + ... + meta::children_t<Ts>::size);
 
     // Edges: the children's positions, found by index_of.
     static constexpr std::array<edge, edge_count> edges = [] {

@@ -107,8 +107,8 @@ struct canonical_region : meta::compile_time_only {
         -> canonical_node<typename N::op,
                           typename canonical_at<G, Off + operands_below(tables_of<G>, I, J),
                                                 G::edges[G::first_edge[I] + N::control_inputs + J].child,
-                                                meta::list_at_t<N::control_inputs + J, typename N::children_list>>::type...>;
-    using type = decltype(make(std::make_index_sequence<N::children_list::size - N::control_inputs>{}));
+                                                meta::list_at_t<N::control_inputs + J, meta::children_t<N>>>::type...>;
+    using type = decltype(make(std::make_index_sequence<meta::children_t<N>::size - N::control_inputs>{}));
 };
 template <class G, std::size_t Off, std::size_t I, class N>
 struct canonical_at<G, Off, I, N, false> : canonical_region<G, Off, I, N> {};

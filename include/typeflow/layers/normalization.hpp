@@ -98,10 +98,10 @@ struct batch_norm {
         static constexpr index_t trainable_params = (index_t{Center} + index_t{Scale}) * channels;
         static constexpr index_t params = trainable_params + 2 * channels;
         using vector = shape<channels>;
-        [[no_unique_address]] std::conditional_t<Scale, variable<detail::var_name<Name, "gamma">(), T, vector, D>,
+        [[no_unique_address]] meta::if_t<Scale, variable<detail::var_name<Name, "gamma">(), T, vector, D>,
                                                  detail::absent>
             gamma{init::ones{}};
-        [[no_unique_address]] std::conditional_t<Center, variable<detail::var_name<Name, "beta">(), T, vector, D>,
+        [[no_unique_address]] meta::if_t<Center, variable<detail::var_name<Name, "beta">(), T, vector, D>,
                                                  detail::absent>
             beta{init::zeros{}};
         non_trainable_variable<detail::var_name<Name, "moving_mean">(), T, vector, D> moving_mean{init::zeros{}};
@@ -173,10 +173,10 @@ struct layer_norm {
         static constexpr dims output = In;
         static constexpr index_t params = (index_t{Center} + index_t{Scale}) * channels, trainable_params = params;
         using vector = shape<channels>;
-        [[no_unique_address]] std::conditional_t<Scale, variable<detail::var_name<Name, "gamma">(), T, vector, D>,
+        [[no_unique_address]] meta::if_t<Scale, variable<detail::var_name<Name, "gamma">(), T, vector, D>,
                                                  detail::absent>
             gamma{init::ones{}};
-        [[no_unique_address]] std::conditional_t<Center, variable<detail::var_name<Name, "beta">(), T, vector, D>,
+        [[no_unique_address]] meta::if_t<Center, variable<detail::var_name<Name, "beta">(), T, vector, D>,
                                                  detail::absent>
             beta{init::zeros{}};
 

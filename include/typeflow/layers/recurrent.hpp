@@ -97,9 +97,9 @@ template <index_t W, class F>
 auto masked_step(F step) {
     return [step](const auto& s, const auto& zt) {
         const auto m = slice<0, W>(zt, sizes<-1, 1>);
-        using T = value_type_t<std::remove_cvref_t<decltype(s)>>;
+        using T = value_type_t<meta::remove_cvref_t<decltype(s)>>;
         return m * step(s, slice<0, 0>(zt, sizes<-1, W>)) +
-               (literal<T, 1, 1, device_t<std::remove_cvref_t<decltype(s)>>>{} - m) * s;
+               (literal<T, 1, 1, device_t<meta::remove_cvref_t<decltype(s)>>>{} - m) * s;
     };
 }
 // scan of a recurrent step over gate inputs z [time, batch, W], masked or not.

@@ -129,7 +129,7 @@ struct loss_list<per_output_t<L...>, M> {
     static std::array<double, M> weights(const per_output_t<L...>& p) { return p.weights; }
 };
 template <class T>
-concept tuple_like = requires { std::tuple_size<std::remove_cvref_t<T>>::value; };
+concept tuple_like = requires { std::tuple_size<meta::remove_cvref_t<T>>::value; };
 template <class T>
 inline constexpr bool is_tensor_v = false;
 template <class T>
@@ -167,7 +167,7 @@ template <class Model, class Loss, class Opt, class... Metrics>
 class compiled_model : public model_handle {
 public:
     using model_type = Model;
-    using input_placeholders = std::remove_cvref_t<decltype(std::declval<const Model&>().input_placeholders())>;
+    using input_placeholders = meta::remove_cvref_t<decltype(std::declval<const Model&>().input_placeholders())>;
     using outputs_type = decltype(std::declval<const Model&>().outputs(training));
     /// The dtype and device of the (first) output: the learning rate's and the loss's.
     using value_type = value_type_t<std::tuple_element_t<0, outputs_type>>;
@@ -300,7 +300,7 @@ public:
     /// The outputs for every element of ds (its inputs, or (inputs, labels)),
     /// stacked along the batch axis.
     template <class DS>
-        requires(!detail::is_tensor_v<std::remove_cvref_t<DS>> && !detail::tuple_like<DS>)
+        requires(!detail::is_tensor_v<meta::remove_cvref_t<DS>> && !detail::tuple_like<DS>)
     auto predict(DS&& ds) {
         std::vector<tensor<value_type_t<output_t<0>>>> parts;
         index_t rows = 0;

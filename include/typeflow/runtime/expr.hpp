@@ -23,7 +23,7 @@ auto repeat(std::size_t n, const E& x, F&& step) {
     using H = expr<value_type_t<E>, shape_t<E>, device_t<E>>;
     H h = x;
     for (std::size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_invocable_v<F&, const H&, std::size_t>) h = step(std::as_const(h), i);
+        if constexpr (requires { step(std::as_const(h), i); }) h = step(std::as_const(h), i);
         else h = step(std::as_const(h));
     }
     return h;

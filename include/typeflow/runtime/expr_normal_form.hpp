@@ -105,7 +105,7 @@ struct loop_action {
 };
 template <class Nodes, class N, bool Leaf = N::is_leaf>
 struct action_of {
-    using type = std::conditional_t<requires { N::op::loop_kind; }, loop_action, op_action>;
+    using type = meta::if_t<requires { N::op::loop_kind; }, loop_action, op_action>;
 };
 template <class Nodes, class N>
 struct action_of<Nodes, N, true> {

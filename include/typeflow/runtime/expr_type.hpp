@@ -169,7 +169,7 @@ public:
 
     /// Hides expression `e` (which it shares).
     template <expression E>
-        requires(!std::is_base_of_v<expr, std::remove_cvref_t<E>>)
+        requires(!std::is_base_of_v<expr, meta::remove_cvref_t<E>>)
     expr(const E& e)  // NOLINT(google-explicit-constructor): `tf::expr<...> h = a + b;`
         : h_(detail::new_node_state(1)) {
         init<E, true>(e);

@@ -24,8 +24,8 @@ struct fetch_list {
 };
 /// fetch(a, b, ...): what session::run returns, as a tuple of tensors.
 template <expression... Fs>
-fetch_list<std::remove_cvref_t<Fs>...> fetch(Fs&&... fs) {
-    return {detail::children_of<std::remove_cvref_t<Fs>...>(std::forward<Fs>(fs)...)};
+fetch_list<meta::remove_cvref_t<Fs>...> fetch(Fs&&... fs) {
+    return {detail::children_of<meta::remove_cvref_t<Fs>...>(std::forward<Fs>(fs)...)};
 }
 
 /// Data for placeholder P in one run; it views the caller's memory, which

@@ -853,7 +853,7 @@ template <class T>
 struct output_list<T> : meta::compile_time_only {
     using type = typename T::traits::outputs_list;
 };
-template <class T, class L = typename T::children_list, class I = std::make_index_sequence<L::size>>
+template <class T, class L = meta::children_t<T>, class I = std::make_index_sequence<L::size>>
 struct desc_for : meta::compile_time_only {
     using type = leaf_desc<T>;
 };

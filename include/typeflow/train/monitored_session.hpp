@@ -199,14 +199,14 @@ public:
     /// the integer scalar variable the train op increments (added to the saver
     /// if it is not there).
     template <variable_c Step, class... Hooks>
-        requires((std::is_base_of_v<session_hook, std::remove_cvref_t<Hooks>> && ...))
+        requires((std::is_base_of_v<session_hook, meta::remove_cvref_t<Hooks>> && ...))
     monitored_session(monitored_session_options o, io::saver s, const Step& global_step, Hooks&&... hooks)
         : opt_(std::move(o)), saver_(std::move(s)), uncaught_(std::uncaught_exceptions()) {
         static_assert(std::is_integral_v<value_type_t<Step>> && shape_t<Step>::rank == 0,
                       "typeflow: monitored_session: the global step must be an integer scalar variable");
         if (!saver_.contains(std::string(Step::name()))) saver_.add(global_step);
         read_step_ = [g = global_step] { return static_cast<std::int64_t>(g.value()[0]); };
-        (hooks_.push_back(std::unique_ptr<session_hook>(new std::remove_cvref_t<Hooks>(std::forward<Hooks>(hooks)))), ...);
+        (hooks_.push_back(std::unique_ptr<session_hook>(new meta::remove_cvref_t<Hooks>(std::forward<Hooks>(hooks)))), ...);
         if (!opt_.checkpoint_dir.empty()) {
             if (auto last = io::latest_checkpoint(opt_.checkpoint_dir)) {
                 saver_.restore(*last, opt_.restore);

@@ -225,7 +225,7 @@ inline constexpr bool sparse_v = is_indexed_slices_of<G, V>::value;
 /// slots and hyperparameters x... (scalar expressions of v's dtype).
 template <class Rule, class G, class V, class... X>
 auto sparse_update(const G& g, const V& v, const X&... x) {
-    constexpr std::size_t P = (G::children_list::size - 1) / 2;
+    constexpr std::size_t P = (meta::children_t<G>::size - 1) / 2;
     return [&]<std::size_t... K>(std::index_sequence<K...>) {
         return make_node<op::sparse_apply<Rule, P, P>>(make_node<op::gather<0>>(v, g.template child<2 + 2 * K>())..., v,
                                                        x..., g.template child<1 + 2 * K>()...,
@@ -270,8 +270,8 @@ public:
         } else {
             auto gs = grad(loss, vars...);
             return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                return grads_and_vars<grad_and_var<std::remove_cvref_t<decltype(gs.template get<K>())>, Vs>...>(
-                    grad_and_var<std::remove_cvref_t<decltype(gs.template get<K>())>, Vs>{gs.template get<K>(),
+                return grads_and_vars<grad_and_var<meta::remove_cvref_t<decltype(gs.template get<K>())>, Vs>...>(
+                    grad_and_var<meta::remove_cvref_t<decltype(gs.template get<K>())>, Vs>{gs.template get<K>(),
                                                                                           vars}...);
             }(std::index_sequence_for<Vs...>{});
         }
@@ -521,7 +521,7 @@ template <class N>
 auto lock_update(const N& n) {
     if constexpr (requires { typename N::op; }) {
         using Op = typename N::op;
-        constexpr std::size_t C = N::children_list::size;
+        constexpr std::size_t C = meta::children_t<N>::size;
         if constexpr (std::is_same_v<Op, op::group>) {
             return [&]<std::size_t... I>(std::index_sequence<I...>) {
                 return group(lock_update(n.template child<I>())...);

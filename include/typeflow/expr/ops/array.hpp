@@ -431,7 +431,7 @@ struct split_part {
             // the axis is out of range
             require::that<axis_ok, diagnostic::axis_out_of_range<Diag, S>>,
             // the parts do not divide the axis' extent
-            require::that<fits, std::conditional_t<std::is_same_v<Parts, equal_parts<parts::count>>,
+            require::that<fits, meta::if_t<std::is_same_v<Parts, equal_parts<parts::count>>,
                                                    diagnostic::extent_not_divisible_into_parts<Diag, S>,
                                                    diagnostic::split_sizes_do_not_add_up<Diag, S>>>>;
         if constexpr (!std::is_void_v<failure>) {
@@ -827,7 +827,7 @@ struct window_gradient {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         if constexpr (I == 0)
-            return detail::make_node_of_children<op::place<W>>(n, std::make_index_sequence<N::children_list::size>{}, g);
+            return detail::make_node_of_children<op::place<W>>(n, std::make_index_sequence<meta::children_t<N>::size>{}, g);
         else return (void)n, (void)g, ad::zero{};
     }
 };
@@ -847,7 +847,7 @@ struct gradient<op::place<W>> {
         if constexpr (I == 0) {
             return [&]<std::size_t... J>(std::index_sequence<J...>) {
                 return make_node<W>(g, n.template child<J + 2>()...);
-            }(std::make_index_sequence<N::children_list::size - 2>{});
+            }(std::make_index_sequence<meta::children_t<N>::size - 2>{});
         } else {
             return (void)n, (void)g, ad::zero{};
         }

@@ -64,7 +64,7 @@ decltype(auto) assign_sub(const V& v, E&& e) {
 }
 /// Sets variable v to the scalar e.
 template <variable_c V, class E>
-    requires std::is_arithmetic_v<std::remove_cvref_t<E>>
+    requires std::is_arithmetic_v<meta::remove_cvref_t<E>>
 decltype(auto) assign(const V& v, E e) {
     return make_node<op::assign<assign_mode::set>>(v, as_operand<value_type_t<V>, device_t<V>>(e));
 }

@@ -28,7 +28,7 @@ template <value_type_c To>
 struct gradient<op::cast<To>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
-        using From = value_type_t<std::remove_cvref_t<decltype(n.template child<0>())>>;
+        using From = value_type_t<meta::remove_cvref_t<decltype(n.template child<0>())>>;
         if constexpr (std::is_floating_point_v<From> && std::is_floating_point_v<To>) {
             if constexpr (std::is_same_v<From, To>) return g;
             else return cast<From>(g);

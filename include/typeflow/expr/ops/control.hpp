@@ -37,7 +37,7 @@ template <>
 struct gradient<op::after> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N&, const G& g) {
-        if constexpr (I + 1 == N::children_list::size) return g;
+        if constexpr (I + 1 == meta::children_t<N>::size) return g;
         else return ad::zero{};
     }
 };

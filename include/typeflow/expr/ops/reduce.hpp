@@ -162,7 +162,7 @@ struct gradient<op::reduce<R, Keep, Axes...>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
         const auto& a = n.template child<0>();
-        using A = std::remove_cvref_t<decltype(a)>;
+        using A = meta::remove_cvref_t<decltype(a)>;
         constexpr std::size_t rank = shape_t<A>::rank;
         auto expand = [](const auto& e) {
             if constexpr (Keep || shape_t<N>::rank == 0) return e;

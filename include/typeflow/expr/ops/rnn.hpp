@@ -50,7 +50,7 @@ constexpr bool lstm_mask_fits(dims z, dims m) {
 template <class Op, class T, class Z, class U, class M>
 constexpr auto lstm_rule() {
     constexpr dims z = shape_t<Z>::value, u = shape_t<U>::value;
-    constexpr bool mask_ok = std::is_void_v<M> || lstm_mask_fits(z, shape_t<std::conditional_t<std::is_void_v<M>, Z, M>>::value);
+    constexpr bool mask_ok = std::is_void_v<M> || lstm_mask_fits(z, shape_t<meta::if_t<std::is_void_v<M>, Z, M>>::value);
     using failure = require::first_failure_t<
         require::floating<Op, value_type_t<Z>>, require::same_dtype<Op, value_type_t<Z>, value_type_t<U>>,
         require::same_device<Op, device_t<Z>, device_t<U>>,

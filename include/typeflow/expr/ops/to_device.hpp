@@ -23,7 +23,7 @@ struct to {
 /// The value of e, placed on device To.
 template <device_c To, operand A>
 decltype(auto) to(const A& a) {
-    return make_node<op::to<To, device_t<std::remove_cvref_t<A>>>>(a);
+    return make_node<op::to<To, device_t<meta::remove_cvref_t<A>>>>(a);
 }
 
 /// to<D>: the gradient moves back to the input's device.
@@ -31,7 +31,7 @@ template <device_c To, class Src>
 struct gradient<op::to<To, Src>> {
     template <std::size_t I, class N, class G>
     static auto vjp(const N& n, const G& g) {
-        using From = device_t<std::remove_cvref_t<decltype(n.template child<0>())>>;
+        using From = device_t<meta::remove_cvref_t<decltype(n.template child<0>())>>;
         if constexpr (std::is_same_v<From, To>) return g;
         else return to<From>(g);
     }

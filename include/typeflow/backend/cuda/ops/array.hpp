@@ -324,7 +324,7 @@ struct window_kernel {
     static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
         const typeflow::detail::window_box w = [&]<std::size_t... J>(std::index_sequence<J...>) {
             return W::window(ctx.dims_of(n.template child<J>())...);
-        }(std::make_index_sequence<Nd::children_list::size>{});
+        }(std::make_index_sequence<meta::children_t<Nd>::size>{});
         Exec::gather(ctx.input(n.template child<0>()), out, w.size.numel(), window_of(ctx.dims_of(n.template child<0>()), w),
                      static_cast<const value_type_t<Nd>*>(nullptr), W::name);
     }
@@ -335,7 +335,7 @@ struct concat_kernel {
     template <class Nd, class Ctx>
     static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
-        constexpr std::size_t K = Nd::children_list::size;
+        constexpr std::size_t K = meta::children_t<Nd>::size;
         [&]<std::size_t... J>(std::index_sequence<J...>) {
             const detail::operand_ptrs<T, K> in{{ctx.input(n.template child<J>())...}};
             const dims* d[] = {&ctx.dims_of(n.template child<J>())...};
@@ -353,7 +353,7 @@ struct place_kernel {
     static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
         const typeflow::detail::window_box w = [&]<std::size_t... J>(std::index_sequence<J...>) {
             return W::window(ctx.dims_of(n.template child<J + 1>())...);
-        }(std::make_index_sequence<Nd::children_list::size - 1>{});
+        }(std::make_index_sequence<meta::children_t<Nd>::size - 1>{});
         const dims& od = ctx.dims_of(n.template child<1>());
         Exec::gather(ctx.input(n.template child<0>()), out, od.numel(), place_of(od, w), static_cast<const value_type_t<Nd>*>(nullptr),
                      W::place_name);
@@ -366,7 +366,7 @@ struct pad_kernel {
     static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
         const T* value = nullptr;  // the constant, in the device's memory (0 without one)
-        if constexpr (Nd::children_list::size == 2) value = ctx.input(n.template child<1>());
+        if constexpr (meta::children_t<Nd>::size == 2) value = ctx.input(n.template child<1>());
         const dims& xd = ctx.dims_of(n.template child<0>());
         const dims od = op::pad<P, Mode>::of(xd).out;
         Exec::gather(ctx.input(n.template child<0>()), out, od.numel(), pad_of<P>(Mode, xd, od), value, "pad");

@@ -355,7 +355,7 @@ sort_layout sort_occurrences(typename Exec::scratch& st, const occurrences<P>& o
 
 /// True when the index node C has int64 elements (int32 otherwise).
 template <class C>
-inline constexpr bool wide_v = std::is_same_v<value_type_t<std::remove_cvref_t<C>>, std::int64_t>;
+inline constexpr bool wide_v = std::is_same_v<value_type_t<meta::remove_cvref_t<C>>, std::int64_t>;
 
 // ---- the kernels, over an executor (gpu_exec<N>; the host tests run them with one that loops on the host) ----
 
@@ -384,7 +384,7 @@ struct slices_kernel {
     template <class Nd, class Ctx>
     static void run(const Nd& n, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
-        constexpr std::size_t P = (Nd::children_list::size - 1) / 2;
+        constexpr std::size_t P = (meta::children_t<Nd>::size - 1) / 2;
         constexpr std::string_view what = op::indexed_slices<Axis>::name;
         const dims& pd = ctx.dims_of(n.template child<0>());
         [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -411,7 +411,7 @@ struct sparse_kernel {
     using state = typename Exec::scratch;
     template <class Nd, class Ctx>
     static void run(const Nd& n, const Ctx& ctx, std::int64_t* out) {
-        using T = typename std::remove_cvref_t<decltype(n.template child<Op::var_at>())>::value_type;
+        using T = typename meta::remove_cvref_t<decltype(n.template child<Op::var_at>())>::value_type;
         constexpr std::string_view what = Op::name;
         const dims& vd = ctx.dims_of(n.template child<Op::var_at>());
         update_ptrs<T, Rule::slots, Rule::hypers> u;

@@ -144,7 +144,7 @@ struct kernel<gpu<N>, op::arg_reduce<IsMax, Axis>> {
     static void run(const Nd& n, const Ctx& ctx, std::int64_t* out) {
         const dims d = ctx.dims_of(n.template child<0>());
         const auto* in = ctx.input(n.template child<0>());
-        using T = std::remove_cvref_t<decltype(*in)>;
+        using T = meta::remove_cvref_t<decltype(*in)>;
         const axis_split s = split_at(d, op::arg_reduce<IsMax, Axis>::axis(d.rank));
         if (s.outer * s.inner == 0) return;
         cuda::device_context& c = cuda::context<N>();

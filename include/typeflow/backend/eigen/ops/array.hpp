@@ -273,7 +273,7 @@ struct window_kernel {
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         const window_box w = [&]<std::size_t... J>(std::index_sequence<J...>) {
             return W::window(ctx.dims_of(n.template child<J>())...);
-        }(std::make_index_sequence<N::children_list::size>{});
+        }(std::make_index_sequence<meta::children_t<N>::size>{});
         copy_box(ctx.par, ctx.input(n.template child<0>()), ctx.dims_of(n.template child<0>()), w, out);
     }
 };
@@ -287,7 +287,7 @@ struct kernel<cpu, op::concat<Axis>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
-        constexpr std::size_t k = N::children_list::size;
+        constexpr std::size_t k = meta::children_t<N>::size;
         [&]<std::size_t... J>(std::index_sequence<J...>) {
             const T* in[] = {ctx.input(n.template child<J>())...};
             const dims* d[] = {&ctx.dims_of(n.template child<J>())...};
@@ -314,7 +314,7 @@ struct kernel<cpu, op::place<W>> {
         using T = value_type_t<N>;
         const typeflow::detail::window_box w = [&]<std::size_t... J>(std::index_sequence<J...>) {
             return W::window(ctx.dims_of(n.template child<J + 1>())...);
-        }(std::make_index_sequence<N::children_list::size - 1>{});
+        }(std::make_index_sequence<meta::children_t<N>::size - 1>{});
         backend::eigen::detail::place_box(ctx.par, ctx.input(n.template child<0>()), ctx.dims_of(n.template child<1>()), w, T(0), out);
     }
 };
@@ -325,7 +325,7 @@ struct kernel<cpu, op::pad<P, Mode>> {
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
         T value = T(0);
-        if constexpr (N::children_list::size == 2) value = *ctx.input(n.template child<1>());
+        if constexpr (meta::children_t<N>::size == 2) value = *ctx.input(n.template child<1>());
         const dims& xd = ctx.dims_of(n.template child<0>());
         const dims od = op::pad<P, Mode>::of(xd).out;
         if constexpr (Mode == pad_mode::constant) {

@@ -242,7 +242,7 @@ struct kernel<cpu, op::arg_reduce<IsMax, Axis>> {
     static void run(const N& n, const Ctx& ctx, std::int64_t* out) {
         const dims d = ctx.dims_of(n.template child<0>());
         const auto* in = ctx.input(n.template child<0>());
-        using T = std::remove_cvref_t<decltype(*in)>;
+        using T = meta::remove_cvref_t<decltype(*in)>;
         const std::size_t ax = op::arg_reduce<IsMax, Axis>::axis(d.rank);
         const axis_split s_ = split_at(d, ax);
         const index_t outer = s_.outer, len = s_.len, inner = s_.inner;

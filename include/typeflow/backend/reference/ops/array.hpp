@@ -39,7 +39,7 @@ template <class W>
 struct window_kernel {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        const auto w = window_of<W, 0>(n, ctx, std::make_index_sequence<N::children_list::size>{});
+        const auto w = window_of<W, 0>(n, ctx, std::make_index_sequence<meta::children_t<N>::size>{});
         const auto* x = ctx.input(n.template child<0>());
         each_in_box(ctx.dims_of(n.template child<0>()), w, [&](index_t i, index_t off) { out[i] = x[off]; });
     }
@@ -51,7 +51,7 @@ struct kernel<reference, op::concat<Axis>> {
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
-        constexpr std::size_t k = N::children_list::size;
+        constexpr std::size_t k = meta::children_t<N>::size;
         [&]<std::size_t... J>(std::index_sequence<J...>) {
             const T* in[] = {ctx.input(n.template child<J>())...};
             const dims* d[] = {&ctx.dims_of(n.template child<J>())...};
@@ -87,7 +87,7 @@ struct kernel<reference, op::place<W>> {
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
         const dims od = ctx.dims_of(n.template child<1>());
-        const auto w = backend::reference::window_of<W, 1>(n, ctx, std::make_index_sequence<N::children_list::size - 1>{});
+        const auto w = backend::reference::window_of<W, 1>(n, ctx, std::make_index_sequence<meta::children_t<N>::size - 1>{});
         const T* h = ctx.input(n.template child<0>());
         for (index_t i = 0, total = od.numel(); i < total; ++i) out[i] = T(0);
         backend::reference::each_in_box(od, w, [&](index_t i, index_t off) { out[off] = h[i]; });
@@ -100,7 +100,7 @@ struct kernel<reference, op::pad<P, Mode>> {
     static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
         using T = value_type_t<N>;
         T value = T(0);
-        if constexpr (N::children_list::size == 2) value = *ctx.input(n.template child<1>());
+        if constexpr (meta::children_t<N>::size == 2) value = *ctx.input(n.template child<1>());
         const dims xd = ctx.dims_of(n.template child<0>());
         const dims od = op::pad<P, Mode>::of(xd).out;
         const T* x = ctx.input(n.template child<0>());

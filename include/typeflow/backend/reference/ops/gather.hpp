@@ -49,7 +49,7 @@ struct kernel<reference, op::indexed_slices<Axis>> {
         };
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             (add(n.template child<1 + 2 * K>(), n.template child<2 + 2 * K>()), ...);
-        }(std::make_index_sequence<(N::children_list::size - 1) / 2>{});
+        }(std::make_index_sequence<(meta::children_t<N>::size - 1) / 2>{});
     }
 };
 
@@ -58,7 +58,7 @@ struct kernel<reference, op::sparse_apply<Rule, R, P>> {
     using Op = op::sparse_apply<Rule, R, P>;
     template <class N, class Ctx>
     static void run(const N& n, const Ctx& ctx, std::int64_t* out) {
-        using T = typename std::remove_cvref_t<decltype(n.template child<Op::var_at>())>::value_type;
+        using T = typename meta::remove_cvref_t<decltype(n.template child<Op::var_at>())>::value_type;
         const dims& vd = ctx.dims_of(n.template child<Op::var_at>());
         const index_t rows = vd.rank ? vd.d[0] : 0, w = rows ? vd.numel() / rows : 0;
         T* var = const_cast<T*>(ctx.input(n.template child<Op::var_at>()));
