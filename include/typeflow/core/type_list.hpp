@@ -27,9 +27,8 @@ struct compile_time_only {
 template <class... T>
 struct list : list_size<sizeof...(T)>, compile_time_only {};
 
-/// One element of a set (a base of set and of the graph walk's sets); its
-/// virtual function keeps it out of the debug information, as for
-/// compile_time_only.
+/// One element of a set (a base of set and of the graph walk's sets). Not
+/// dynamic: made so, a -g build took no less memory and three times as long.
 template <class T>
 struct tag {};
 
