@@ -31,11 +31,6 @@ struct switch_case_index_is_not_a_scalar_integer;
 
 namespace typeflow {
 namespace detail {
-// A branch: callable with no arguments (std::invocable instantiates the
-// standard's invoke classes, whose -g names spell the node each returns).
-template <class F>
-concept nullary = requires(F& f) { f(); };
-
 // The shape both branches of a cond agree on: equal extents, or dyn on one side
 // (the other's extent, checked at run time); `ok` false when they cannot agree.
 struct cond_shape_result {

@@ -60,6 +60,11 @@ struct gradient<op::let_view> {
 };
 
 namespace detail {
+// A step or a branch (tf::let, tf::cond, tf::switch_case): callable with no arguments (std::invocable instantiates the
+// standard's invoke classes, whose -g names spell the node each returns).
+template <class F>
+concept nullary = requires(F& f) { f(); };
+
 template <class F>
 using let_value_t = meta::remove_cvref_t<decltype(std::declval<F&>()())>;
 template <class X>
@@ -122,7 +127,7 @@ inline constexpr bool is_let_v<let_node<F>> = true;
 /// loop, a matrix product, a leaf) a view of its buffer, so nothing is copied.
 /// tf::grad passes through it.
 template <class F>
-    requires requires(F& f) { f(); }
+    requires detail::nullary<F>
 decltype(auto) let(F step) {
     using R = decltype(step());
     if constexpr (detail::is_misuse_v<meta::remove_reference_t<R>>) {
