@@ -117,7 +117,7 @@ private:
 /// axis of one extent. The dataset shares the tensors' storage (no copy):
 /// clone() them first if they will change while it is in use.
 template <value_type_c... T>
-dataset<T...> from_tensors(const tensor<T>&... t) {
+auto from_tensors(const tensor<T>&... t) {  // (auto: the assertion below fires before dataset<>'s own)
     static_assert(sizeof...(T) > 0, "typeflow: data::from_tensors: give at least one tensor");
     return dataset<T...>(std::make_shared<detail::slices_stage<T...>>(t...));
 }
