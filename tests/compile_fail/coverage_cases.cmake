@@ -4,8 +4,10 @@
 # convolution's strides and dilations, a cond over two devices, a loop of no
 # variables, a gradient with respect to an integer expression, a layer
 # hyperparameter out of range, an empty dataset element, a parameter-server
-# loss that is not a scalar. Each first error line names the op and the
-# shapes, dtypes or devices, or says what is wrong.
+# loss that is not a scalar, a map or filter function that is mutable or
+# returns no tensors, a monitored session's float step, a view of a
+# column-major matrix, make_outputs on an op of one output. Each first error
+# line names the op and the shapes, dtypes or devices, or says what is wrong.
 set(_s "typeflow::shape")
 set(_sparse "typeflow::op::sparse_softmax_cross_entropy")
 typeflow_compile_fail(loss_sparse_labels_shape coverage_cases.cpp TF_FAIL_loss_sparse_labels_shape
@@ -46,3 +48,15 @@ typeflow_compile_fail(data_empty_element coverage_cases.cpp TF_FAIL_data_empty_e
   "static assertion failed: typeflow: data::dataset: an element has at least one component")
 typeflow_compile_fail(ps_loss_not_scalar coverage_cases.cpp TF_FAIL_ps_loss_not_scalar
   "static assertion failed: typeflow: parameter_servers: the loss must be a scalar")
+typeflow_compile_fail(data_map_mutable coverage_cases.cpp TF_FAIL_data_map_mutable
+  "static assertion failed: typeflow: data::map: the function must be callable as const \\(no mutable lambda\\)")
+typeflow_compile_fail(data_filter_mutable coverage_cases.cpp TF_FAIL_data_filter_mutable
+  "static assertion failed: typeflow: data::filter: the predicate must be callable as const")
+typeflow_compile_fail(data_map_result coverage_cases.cpp TF_FAIL_data_map_result
+  "static assertion failed: typeflow: data::map: the function must return a tf::tensor<T> or a std::tuple of tf::tensor")
+typeflow_compile_fail(monitored_step_float coverage_cases.cpp TF_FAIL_monitored_step_float
+  "static assertion failed: typeflow: monitored_session: the global step must be an integer scalar variable")
+typeflow_compile_fail(view_col_major coverage_cases.cpp TF_FAIL_view_col_major
+  "static assertion failed: typeflow: view: a matrix must be row-major to be viewed as a tensor without a copy")
+typeflow_compile_fail(make_outputs_single coverage_cases.cpp TF_FAIL_make_outputs_single
+  "static assertion failed: typeflow: make_outputs: the op has one output \\(use make_node\\)")

@@ -5,16 +5,24 @@
 // (autodiff/loop.hpp), a gradient with respect to an integer expression
 // (autodiff/grad.hpp), a layer hyperparameter out of range
 // (layers/normalization.hpp), the input pipeline's empty element
-// (data/dataset.hpp, data/from_tensors.hpp) and a parameter-server loss that
-// is not a scalar (distributed/parameter_server.hpp). Each TF_FAIL_<name>
+// and its map and filter functions (data/dataset.hpp, data/from_tensors.hpp,
+// data/map.hpp), a parameter-server loss that is not a scalar
+// (distributed/parameter_server.hpp), a monitored session's step that is not
+// an integer (train/monitored_session.hpp), a view of a column-major Eigen
+// matrix (backend/eigen/interop.hpp) and make_outputs on an op of one output
+// (expr/ops/outputs.hpp). Each TF_FAIL_<name>
 // block is one misuse that must not compile; the first error line must name
 // the op and the shapes, dtypes or devices, or say what is wrong
 // (coverage_cases.cmake beside this file). Without a define, everything here
 // compiles: that is the positive control.
 #include <typeflow/models.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <typeflow/data.hpp>
+#include <typeflow/backend/eigen/interop.hpp>
 #include <typeflow/distributed/parameter_server.hpp>
+#include <typeflow/train/monitored_session.hpp>
 #include <typeflow/typeflow.hpp>
+
+#include <Eigen/Core>
 
 #include <cstdint>
 #include <tuple>
@@ -61,6 +69,15 @@ int main() {
     [[maybe_unused]] auto ok_norm = norm(f, tf::training);
     const tf::tensor<float> t({4, 5});
     [[maybe_unused]] auto ok_data = tf::data::from_tensors(t);
+    [[maybe_unused]] auto ok_map = ok_data.map([](const tf::tensor<float>& r) { return r; });
+    [[maybe_unused]] auto ok_filter = ok_data.filter([](const tf::tensor<float>&) { return true; });
+    tf::variable<"step", std::int64_t, tf::shape<>> step{tf::init::zeros{}};
+    tf::variable<"fstep", float, tf::shape<>> fstep{tf::init::zeros{}};
+    [[maybe_unused]] auto ok_monitored = [&] { return tf::train::monitored_session({}, tf::io::saver{}, step); };
+    const Eigen::Matrix<float, 2, 3, Eigen::RowMajor> row_major = Eigen::Matrix<float, 2, 3, Eigen::RowMajor>::Zero();
+    const Eigen::Matrix<float, 2, 3> col_major = Eigen::Matrix<float, 2, 3>::Zero();
+    [[maybe_unused]] auto ok_view = tf::view(row_major);
+    (void)col_major, (void)fstep;
     tfd::transport* transport = nullptr;  // the cases are compiled, never run
     using placement = tfd::ps_placement<1, tfd::round_robin, tfd::no_partitioner>;
     [[maybe_unused]] auto ok_ps = [&] {
@@ -127,6 +144,24 @@ int main() {
     [[maybe_unused]] auto bad = [&] {
         return tfd::parameter_servers<placement>(*transport, tf::train::sgd(0.1f)).minimize(w * x);
     };
+#endif
+#ifdef TF_FAIL_data_map_mutable
+    [[maybe_unused]] auto bad = ok_data.map([n = 0](const tf::tensor<float>& r) mutable { return ++n, r; });
+#endif
+#ifdef TF_FAIL_data_filter_mutable
+    [[maybe_unused]] auto bad = ok_data.filter([n = 0](const tf::tensor<float>&) mutable { return ++n % 2 == 0; });
+#endif
+#ifdef TF_FAIL_data_map_result
+    [[maybe_unused]] auto bad = ok_data.map([](const tf::tensor<float>& r) { return r.size(); });  // a number
+#endif
+#ifdef TF_FAIL_monitored_step_float
+    [[maybe_unused]] auto bad = [&] { return tf::train::monitored_session({}, tf::io::saver{}, fstep); };
+#endif
+#ifdef TF_FAIL_view_col_major
+    [[maybe_unused]] auto bad = tf::view(col_major);
+#endif
+#ifdef TF_FAIL_make_outputs_single
+    [[maybe_unused]] auto bad = tf::make_outputs<tf::op::relu>(x);
 #endif
     return 0;
 }
