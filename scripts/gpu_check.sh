@@ -10,21 +10,33 @@
 #   4. compute-sanitizer memcheck and racecheck over the GPU tests.
 # Usage: scripts/gpu_check.sh [BIN_DIR] [LOG_DIR]
 #   BIN_DIR holds typeflow_cuda_tests and bench_gpu (built with
-#   -DTYPEFLOW_ENABLE_CUDA=ON; default build-gpu); they are built there with
-#   cmake when missing. Logs go to LOG_DIR (default $OUT, else /tmp/gpu_check).
+#   -DTYPEFLOW_ENABLE_CUDA=ON; default build-gpu), best made beforehand on a
+#   machine without a GPU by scripts/gpu_prebuild.sh and carried along; they
+#   are built there with cmake when missing. Logs go to LOG_DIR (default $OUT, else /tmp/gpu_check).
 # GPU_CHECK_TORCH_VARIANTS picks the PyTorch variants (default eager,compile,compile_ro).
 set -u
 cd "$(dirname "$0")/.."
 BIN=${1:-build-gpu}
 LOG=${2:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$LOG"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+# the machine's CUDA libraries first, then the NVIDIA wheels' (cuDNN and NCCL
+# where the toolkit has none), then what scripts/gpu_prebuild.sh carried in BIN_DIR/lib
+LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib /usr/local/lib/python3*/dist-packages/nvidia/*/lib; do
+    [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
+[ -d "$BIN/lib" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(cd "$BIN/lib" && pwd)"
+export LD_LIBRARY_PATH
 export PYTHONUNBUFFERED=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$LOG/device.txt"
 nproc | sed 's/^/cpus: /' | tee -a "$LOG/device.txt"
+# libraries a carried program cannot find on this machine (scripts/gpu_prebuild.sh)
+for b in "$BIN"/typeflow_cuda_tests "$BIN"/bench_gpu "$BIN"/fashion_mnist_mlp_gpu; do
+    [ -x "$b" ] && ldd "$b" | grep "not found" | sed "s|^|$(basename "$b"): |" | tee -a "$LOG/device.txt"
+done
 
 if [ ! -x "$BIN/typeflow_cuda_tests" ] || ! "$BIN/typeflow_cuda_tests" --list-test-names-only > /dev/null 2>&1; then
     echo "== building with cmake into build-gpu-local"
