@@ -21,9 +21,10 @@ BUILD=${2:-build-gpu-prebuild}
 LIMIT=$((64 * 1024 * 1024))
 
 command -v /usr/local/cuda/bin/nvcc > /dev/null || { echo "gpu_prebuild: no /usr/local/cuda/bin/nvcc" >&2; exit 2; }
+mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYPEFLOW_ENABLE_CUDA=ON \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc > "$BUILD.cmake.log" 2>&1 ||
-    { tail -20 "$BUILD.cmake.log" >&2; exit 1; }
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc > "$BUILD/configure.log" 2>&1 ||
+    { tail -20 "$BUILD/configure.log" >&2; exit 1; }
 ninja -C "$BUILD" typeflow_cuda_tests bench_gpu fashion_mnist_mlp_gpu
 
 rm -rf "$OUT"
