@@ -1,6 +1,6 @@
 // typeflow-launch: starts a local typeflow cluster.
 //
-//   typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--timeout SEC] [--grace-ms MS] [--] prog args...
+//   typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--bind-cores] [--timeout SEC] [--grace-ms MS] [--] prog args...
 //
 // Starts N worker tasks (the first is "chief:0" with --chief) and K ps tasks,
 // each with TYPEFLOW_CONFIG set to a cluster spec on loopback ports. Each
@@ -21,7 +21,10 @@
 // TYPEFLOW_NUM_THREADS is set, each task gets TYPEFLOW_NUM_THREADS = the
 // launcher's cores (its CPU affinity) / the tasks, at least 1: the threads
 // its sessions run kernels on, so the tasks do not oversubscribe the machine
-// (as torchrun sets OMP_NUM_THREADS).
+// (as torchrun sets OMP_NUM_THREADS). With --bind-cores each task runs on a
+// core of its own (task k on the k-th CPU of the launcher's affinity, as
+// mpirun's --bind-to core) with TYPEFLOW_NUM_THREADS=1 unless that is set;
+// more tasks than those CPUs is a usage error.
 
 #include <arpa/inet.h>
 #include <csignal>
@@ -59,7 +62,7 @@ void on_signal(int sig) {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "typeflow-launch: %s\n"
-                 "usage: typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
+                 "usage: typeflow-launch -n N [--ps K] [--chief] [--keep-going] [--restart R] [--bind-cores] [--timeout SEC] [--grace-ms MS] [--] prog args...\n",
                  why);
     std::exit(2);
 }
@@ -174,7 +177,7 @@ int exit_code_of(int status) {
 
 int main(int argc, char** argv) {
     int n = -1, nps = 0, timeout_s = 0, grace_ms = 2000, restarts = 0;
-    bool with_chief = false, keep_going = false;
+    bool with_chief = false, keep_going = false, bind_cores = false;
     int i = 1;
     for (; i < argc; ++i) {
         std::string a = argv[i];
@@ -188,6 +191,7 @@ int main(int argc, char** argv) {
         else if (a == "--grace-ms") grace_ms = parse_int(value("--grace-ms"), "--grace-ms", 0, 1 << 24);
         else if (a == "--chief") with_chief = true;
         else if (a == "--keep-going") keep_going = true;
+        else if (a == "--bind-cores") bind_cores = true;
         else if (a == "--restart") restarts = parse_int(value("--restart"), "--restart", 0, 1000);
         else if (a == "--") { ++i; break; }
         else if (a == "-h" || a == "--help") usage("help");
@@ -201,13 +205,23 @@ int main(int argc, char** argv) {
     const std::string secret = env_secret && *env_secret ? env_secret : random_secret();
     // The tasks share this machine's cores: each task's sessions default to
     // its share (at least 1), unless TYPEFLOW_NUM_THREADS is already set.
+    // With --bind-cores, task k runs on the k-th CPU the launcher may use.
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    std::vector<int> cores;  // the launcher's CPUs, in order
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+    if (bind_cores && static_cast<int>(cores.size()) < n + nps) {
+        const std::string m = "--bind-cores: " + std::to_string(n + nps) + " tasks but the launcher may run on only " +
+                              std::to_string(cores.size()) + " cores (its CPU affinity)";
+        usage(m.c_str());
+    }
     std::string task_threads;
     if (!std::getenv("TYPEFLOW_NUM_THREADS")) {
-        cpu_set_t allowed;
-        CPU_ZERO(&allowed);
-        long cpus = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+        long cpus = static_cast<long>(cores.size());
         if (cpus < 1) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-        task_threads = std::to_string(std::max<long>(1, cpus / (n + nps)));
+        task_threads = bind_cores ? "1" : std::to_string(std::max<long>(1, cpus / (n + nps)));
     }
     if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 2;
     struct sigaction sa {};
@@ -265,6 +279,16 @@ int main(int argc, char** argv) {
             }
             if (pid == 0) {
                 ::setpgid(0, 0); // signals reach tasks only through the launcher
+                if (bind_cores) {
+                    cpu_set_t one;
+                    CPU_ZERO(&one);
+                    CPU_SET(cores[static_cast<std::size_t>(k)], &one);
+                    if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+                        std::fprintf(stderr, "typeflow-launch: cannot bind %s to CPU %d: %s\n", c.name.c_str(),
+                                     cores[static_cast<std::size_t>(k)], std::strerror(errno));
+                        ::_exit(126);
+                    }
+                }
                 struct sigaction dfl {};
                 dfl.sa_handler = SIG_DFL;
                 for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaction(s, &dfl, nullptr);

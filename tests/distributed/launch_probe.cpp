@@ -4,9 +4,11 @@
 //   launch_probe fail-early TASK CODE   TASK exits with CODE at once, the others finish
 //   launch_probe fail-first TASK CODE N   TASK exits with CODE in attempts 0..N-1 (TYPEFLOW_ATTEMPT)
 //   launch_probe sleep            sleep until signalled; report SIGTERM
+//   launch_probe cpus             print task, the CPUs it may run on and TYPEFLOW_NUM_THREADS
 #include <typeflow/distributed/cluster_spec.hpp>
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <csignal>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -81,6 +83,17 @@ int main(int argc, char** argv) {
         std::printf("attempt %s\n", a ? a : "?");
         if (spec.task.name() == argv[2] && a && std::atoi(a) < std::atoi(argv[4])) return std::atoi(argv[3]);
         std::printf("finished\n");
+        return 0;
+    }
+    if (mode == "cpus") {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof set, &set) != 0) return 5;
+        std::string list;
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) list += (list.empty() ? "" : ",") + std::to_string(c);
+        const char* threads = std::getenv("TYPEFLOW_NUM_THREADS");
+        std::printf("task=%s cpus=%s threads=%s\n", spec.task.name().c_str(), list.c_str(), threads ? threads : "unset");
         return 0;
     }
     if (mode == "sleep") {
