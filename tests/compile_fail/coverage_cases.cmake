@@ -1,6 +1,6 @@
-# Compile-fail cases of the checks no other case file reached (coverage_cases.cpp;
-# include()d from CMakeLists.txt beside this file, which defines
-# typeflow_compile_fail): the losses and one_hot, the linear-algebra ops, the
+# Compile-fail cases of the checks no other case file reached
+# (coverage_cases.cpp and session_cases.cpp; include()d from CMakeLists.txt
+# beside this file, which defines typeflow_compile_fail): the losses and one_hot, the linear-algebra ops, the
 # convolution's strides and dilations, a cond over two devices, a loop of no
 # variables, a gradient with respect to an integer expression, a layer
 # hyperparameter out of range, an empty dataset element, a parameter-server
@@ -46,7 +46,7 @@ typeflow_compile_fail(data_from_no_tensors coverage_cases.cpp TF_FAIL_data_from_
   "static assertion failed: typeflow: data::from_tensors: give at least one tensor")
 typeflow_compile_fail(data_empty_element coverage_cases.cpp TF_FAIL_data_empty_element
   "static assertion failed: typeflow: data::dataset: an element has at least one component")
-typeflow_compile_fail(ps_loss_not_scalar coverage_cases.cpp TF_FAIL_ps_loss_not_scalar
+typeflow_compile_fail(ps_loss_not_scalar session_cases.cpp TF_FAIL_ps_loss_not_scalar
   "static assertion failed: typeflow: parameter_servers: the loss must be a scalar")
 typeflow_compile_fail(data_map_mutable coverage_cases.cpp TF_FAIL_data_map_mutable
   "static assertion failed: typeflow: data::map: the function must be callable as const \\(no mutable lambda\\)")
@@ -54,7 +54,7 @@ typeflow_compile_fail(data_filter_mutable coverage_cases.cpp TF_FAIL_data_filter
   "static assertion failed: typeflow: data::filter: the predicate must be callable as const")
 typeflow_compile_fail(data_map_result coverage_cases.cpp TF_FAIL_data_map_result
   "static assertion failed: typeflow: data::map: the function must return a tf::tensor<T> or a std::tuple of tf::tensor")
-typeflow_compile_fail(monitored_step_float coverage_cases.cpp TF_FAIL_monitored_step_float
+typeflow_compile_fail(monitored_step_float session_cases.cpp TF_FAIL_monitored_step_float
   "static assertion failed: typeflow: monitored_session: the global step must be an integer scalar variable")
 typeflow_compile_fail(view_col_major coverage_cases.cpp TF_FAIL_view_col_major
   "static assertion failed: typeflow: view: a matrix must be row-major to be viewed as a tensor without a copy")

@@ -6,11 +6,10 @@
 // (autodiff/grad.hpp), a layer hyperparameter out of range
 // (layers/normalization.hpp), the input pipeline's empty element
 // and its map and filter functions (data/dataset.hpp, data/from_tensors.hpp,
-// data/map.hpp), a parameter-server loss that is not a scalar
-// (distributed/parameter_server.hpp), a monitored session's step that is not
-// an integer (train/monitored_session.hpp), a view of a column-major Eigen
-// matrix (backend/eigen/interop.hpp) and make_outputs on an op of one output
-// (expr/ops/outputs.hpp). Each TF_FAIL_<name>
+// data/map.hpp), a view of a column-major Eigen matrix
+// (backend/eigen/interop.hpp) and make_outputs on an op of one output
+// (expr/ops/outputs.hpp). The cases that need the distributed runtime's and
+// the monitored session's headers are in session_cases.cpp. Each TF_FAIL_<name>
 // block is one misuse that must not compile; the first error line must name
 // the op and the shapes, dtypes or devices, or say what is wrong
 // (coverage_cases.cmake beside this file). Without a define, everything here
@@ -18,8 +17,6 @@
 #include <typeflow/models.hpp>  // first: the checks' precompiled header (tests/CMakeLists.txt)
 #include <typeflow/data.hpp>
 #include <typeflow/backend/eigen/interop.hpp>
-#include <typeflow/distributed/parameter_server.hpp>
-#include <typeflow/train/monitored_session.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <Eigen/Core>
@@ -28,7 +25,6 @@
 #include <tuple>
 
 namespace tf = typeflow;
-namespace tfd = typeflow::dist;
 namespace L = tf::layers;
 
 int main() {
@@ -71,18 +67,10 @@ int main() {
     [[maybe_unused]] auto ok_data = tf::data::from_tensors(t);
     [[maybe_unused]] auto ok_map = ok_data.map([](const tf::tensor<float>& r) { return r; });
     [[maybe_unused]] auto ok_filter = ok_data.filter([](const tf::tensor<float>&) { return true; });
-    tf::variable<"step", std::int64_t, tf::shape<>> step{tf::init::zeros{}};
-    tf::variable<"fstep", float, tf::shape<>> fstep{tf::init::zeros{}};
-    [[maybe_unused]] auto ok_monitored = [&] { return tf::train::monitored_session({}, tf::io::saver{}, step); };
     const Eigen::Matrix<float, 2, 3, Eigen::RowMajor> row_major = Eigen::Matrix<float, 2, 3, Eigen::RowMajor>::Zero();
     const Eigen::Matrix<float, 2, 3> col_major = Eigen::Matrix<float, 2, 3>::Zero();
     [[maybe_unused]] auto ok_view = tf::view(row_major);
-    (void)col_major, (void)fstep;
-    tfd::transport* transport = nullptr;  // the cases are compiled, never run
-    using placement = tfd::ps_placement<1, tfd::round_robin, tfd::no_partitioner>;
-    [[maybe_unused]] auto ok_ps = [&] {
-        return tfd::parameter_servers<placement>(*transport, tf::train::sgd(0.1f)).minimize(tf::sum(w * x));
-    };
+    (void)col_major;
 
 #ifdef TF_FAIL_loss_sparse_labels_shape
     [[maybe_unused]] auto bad = tf::sparse_softmax_cross_entropy(z, labels2);  // labels [?, 2] for logits [?, 10]
@@ -140,11 +128,6 @@ int main() {
 #ifdef TF_FAIL_data_empty_element
     [[maybe_unused]] tf::data::dataset<> bad;
 #endif
-#ifdef TF_FAIL_ps_loss_not_scalar
-    [[maybe_unused]] auto bad = [&] {
-        return tfd::parameter_servers<placement>(*transport, tf::train::sgd(0.1f)).minimize(w * x);
-    };
-#endif
 #ifdef TF_FAIL_data_map_mutable
     [[maybe_unused]] auto bad = ok_data.map([n = 0](const tf::tensor<float>& r) mutable { return ++n, r; });
 #endif
@@ -153,9 +136,6 @@ int main() {
 #endif
 #ifdef TF_FAIL_data_map_result
     [[maybe_unused]] auto bad = ok_data.map([](const tf::tensor<float>& r) { return r.size(); });  // a number
-#endif
-#ifdef TF_FAIL_monitored_step_float
-    [[maybe_unused]] auto bad = [&] { return tf::train::monitored_session({}, tf::io::saver{}, fstep); };
 #endif
 #ifdef TF_FAIL_view_col_major
     [[maybe_unused]] auto bad = tf::view(col_major);
