@@ -21,10 +21,11 @@
 // TYPEFLOW_NUM_THREADS is set, each task gets TYPEFLOW_NUM_THREADS = the
 // launcher's cores (its CPU affinity) / the tasks, at least 1: the threads
 // its sessions run kernels on, so the tasks do not oversubscribe the machine
-// (as torchrun sets OMP_NUM_THREADS). With --bind-cores each task runs on a
-// core of its own (task k on the k-th CPU of the launcher's affinity, as
-// mpirun's --bind-to core) with TYPEFLOW_NUM_THREADS=1 unless that is set;
-// more tasks than those CPUs is a usage error.
+// (as torchrun sets OMP_NUM_THREADS). With --bind-cores each task runs on
+// cores of its own: the launcher's CPUs (its affinity, in order) are cut into
+// one run of `share` CPUs per task, task k (workers, then ps tasks) on run k,
+// as mpirun's --bind-to core with --map-by slot:PE=share; more tasks than
+// those CPUs is a usage error.
 
 #include <arpa/inet.h>
 #include <csignal>
@@ -205,7 +206,8 @@ int main(int argc, char** argv) {
     const std::string secret = env_secret && *env_secret ? env_secret : random_secret();
     // The tasks share this machine's cores: each task's sessions default to
     // its share (at least 1), unless TYPEFLOW_NUM_THREADS is already set.
-    // With --bind-cores, task k runs on the k-th CPU the launcher may use.
+    // With --bind-cores, task k runs on the k-th run of `share` CPUs among
+    // those the launcher may use.
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     std::vector<int> cores;  // the launcher's CPUs, in order
@@ -217,12 +219,11 @@ int main(int argc, char** argv) {
                               std::to_string(cores.size()) + " cores (its CPU affinity)";
         usage(m.c_str());
     }
+    long cpus = static_cast<long>(cores.size());
+    if (cpus < 1) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    const long share = std::max<long>(1, cpus / (n + nps));
     std::string task_threads;
-    if (!std::getenv("TYPEFLOW_NUM_THREADS")) {
-        long cpus = static_cast<long>(cores.size());
-        if (cpus < 1) cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-        task_threads = bind_cores ? "1" : std::to_string(std::max<long>(1, cpus / (n + nps)));
-    }
+    if (!std::getenv("TYPEFLOW_NUM_THREADS")) task_threads = std::to_string(share);
     if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 2;
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -280,12 +281,13 @@ int main(int argc, char** argv) {
             if (pid == 0) {
                 ::setpgid(0, 0); // signals reach tasks only through the launcher
                 if (bind_cores) {
-                    cpu_set_t one;
-                    CPU_ZERO(&one);
-                    CPU_SET(cores[static_cast<std::size_t>(k)], &one);
-                    if (::sched_setaffinity(0, sizeof one, &one) != 0) {
-                        std::fprintf(stderr, "typeflow-launch: cannot bind %s to CPU %d: %s\n", c.name.c_str(),
-                                     cores[static_cast<std::size_t>(k)], std::strerror(errno));
+                    cpu_set_t mine;
+                    CPU_ZERO(&mine);
+                    const auto first = static_cast<std::size_t>(k * share);
+                    for (std::size_t j = first; j < first + static_cast<std::size_t>(share); ++j) CPU_SET(cores[j], &mine);
+                    if (::sched_setaffinity(0, sizeof mine, &mine) != 0) {
+                        std::fprintf(stderr, "typeflow-launch: cannot bind %s to CPUs from %d: %s\n", c.name.c_str(),
+                                     cores[first], std::strerror(errno));
                         ::_exit(126);
                     }
                 }

@@ -11,7 +11,11 @@ then, per process count, the machine's tail floor at the smallest size (a
 FLOOR line from bench_dist_floor; at 2 processes also FLOOR_TCP, a bare TCP
 exchange of that size; see bench_floor.cpp).
 
-usage: run_allreduce_bench.py BUILD_DIR [--np 2,4] [--min 4096] [--max 67108864] [--rounds 2] [--out FILE]
+usage: run_allreduce_bench.py BUILD_DIR [--np 2,4] [--min 4096] [--max 67108864] [--rounds 2] [--bind] [--out FILE]
+
+--bind runs every task on cores of its own, its share of the machine's
+(typeflow-launch --bind-cores; mpirun --bind-to core --map-by slot:PE=share),
+for machines with at least as many cores as tasks.
 """
 import argparse, os, re, shutil, subprocess, sys, tempfile
 
@@ -21,6 +25,7 @@ ap.add_argument("--np", default="2,4")
 ap.add_argument("--min", type=int, default=4096)
 ap.add_argument("--max", type=int, default=64 << 20)
 ap.add_argument("--rounds", type=int, default=2)
+ap.add_argument("--bind", action="store_true")
 ap.add_argument("--out")
 a = ap.parse_args()
 b = os.path.abspath(a.build)
@@ -28,15 +33,18 @@ launch = os.path.join(b, "typeflow-launch")
 
 def cmd(impl, n):
     sz = [str(a.min), str(a.max)]
+    launcher = [launch, "-n", str(n), "--timeout", "600"] + (["--bind-cores"] if a.bind else [])
     if impl == "typeflow":
-        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_typeflow")] + sz
+        return launcher + [os.path.join(b, "bench_dist_typeflow")] + sz
     if impl == "tcpring":
-        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_tcp_ring")] + sz
+        return launcher + [os.path.join(b, "bench_dist_tcp_ring")] + sz
     if impl == "gloo":
         store = tempfile.mkdtemp(prefix="gloo-store-")
-        return [launch, "-n", str(n), "--timeout", "600", os.path.join(b, "bench_dist_gloo"), store] + sz
+        return launcher + [os.path.join(b, "bench_dist_gloo"), store] + sz
     if impl == "openmpi":
-        return ["mpirun", "--allow-run-as-root", "-np", str(n), "--oversubscribe", "--bind-to", "none",
+        share = max(1, len(os.sched_getaffinity(0)) // n)
+        bind = ["--use-hwthread-cpus", "--bind-to", "core", "--map-by", f"slot:PE={share}"] if a.bind else ["--oversubscribe", "--bind-to", "none"]
+        return ["mpirun", "--allow-run-as-root", "-np", str(n)] + bind + [
                 "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
                 os.path.join(b, "bench_dist_mpi")] + sz
     raise ValueError(impl)

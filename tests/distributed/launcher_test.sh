@@ -19,13 +19,16 @@ out=$(TYPEFLOW_NUM_THREADS=3 "$L" -n 2 "$P" hello 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "hello with TYPEFLOW_NUM_THREADS: exit $rc"
 [ "$(echo "$out" | grep -c 'threads=3$')" -eq 2 ] || fail "a TYPEFLOW_NUM_THREADS given to the launcher was not kept"
 
-# --bind-cores: each task on a CPU of its own among the launcher's, one kernel
-# thread each; more tasks than those CPUs is refused before any task starts.
+# --bind-cores: each task on CPUs of its own among the launcher's (its share of
+# them, as many kernel threads); more tasks than those CPUs is refused before
+# any task starts.
 if [ "$(nproc)" -ge 2 ]; then
   out=$(taskset -c 0,1 "$L" -n 1 --ps 1 --bind-cores "$P" cpus 2>&1); rc=$?
   [ $rc -eq 0 ] || fail "--bind-cores: exit $rc"
   echo "$out" | grep -qF "[worker:0] task=worker:0 cpus=0 threads=1" || fail "--bind-cores: worker:0 not alone on CPU 0"
   echo "$out" | grep -qF "[ps:0] task=ps:0 cpus=1 threads=1" || fail "--bind-cores: ps:0 not alone on CPU 1"
+  out=$(taskset -c 0,1 "$L" -n 1 --bind-cores "$P" cpus 2>&1); rc=$?
+  echo "$out" | grep -qF "[worker:0] task=worker:0 cpus=0,1 threads=2" || fail "--bind-cores: one task must have both CPUs"
   out=$(taskset -c 0,1 "$L" -n 2 "$P" cpus 2>&1); rc=$?
   [ "$(echo "$out" | grep -c 'cpus=0,1 threads=1$')" -eq 2 ] || fail "without --bind-cores a task must keep the launcher's CPUs"
   out=$(TYPEFLOW_NUM_THREADS=2 taskset -c 0,1 "$L" -n 2 --bind-cores "$P" cpus 2>&1); rc=$?
