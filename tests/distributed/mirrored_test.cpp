@@ -9,8 +9,8 @@
 // starts from rank-dependent values that broadcast_variables replaces with
 // the chief's. Also a float model with momentum, and a step in which one
 // task has no rows, buckets summed after the run, tasks whose buckets differ
-// (an error on every task), and buckets small enough that every gradient's all_reduce
-// is a call of its own.
+// (an error on every task), buckets small enough that every gradient's all_reduce
+// is a call of its own, and a first layer whose gradient comes in chunks of rows.
 //
 //   mirrored_test <global batch> <steps>
 #include <typeflow/dist.hpp>
@@ -37,19 +37,19 @@ using tfd_test::init;
 using tfd_test::max_rel_diff;
 using tfd_test::mlp_loss;
 using tfd_test::bits_agree;
-template <class T, tf::fixed_string P, class Opt>
+template <class T, tf::fixed_string P, tf::index_t H = 8, class Opt>  // H: hidden units
 void train(tfd::collective& c, int batch, int steps, Opt opt, double tol, const char* what, bool one_empty,
            tfd::mirrored_options o = {}, std::size_t buckets = 2) {
     const int rank = c.rank(), tasks = c.size();
     tf::placeholder<tf::concat<P, "x">(), T, tf::shape<tf::dyn, 4>> x;
     tf::placeholder<tf::concat<P, "y">(), T, tf::shape<tf::dyn, 1>> y;
-    tf::variable<tf::concat<P, "w1">(), T, tf::shape<4, 8>> w1;
-    tf::variable<tf::concat<P, "b1">(), T, tf::shape<8>> b1;
-    tf::variable<tf::concat<P, "w2">(), T, tf::shape<8, 1>> w2;
+    tf::variable<tf::concat<P, "w1">(), T, tf::shape<4, H>> w1;
+    tf::variable<tf::concat<P, "b1">(), T, tf::shape<H>> b1;
+    tf::variable<tf::concat<P, "w2">(), T, tf::shape<H, 1>> w2;
     tf::variable<tf::concat<P, "b2">(), T, tf::shape<1>> b2;
-    tf::variable<tf::concat<P, "ref_w1">(), T, tf::shape<4, 8>> r1;
-    tf::variable<tf::concat<P, "ref_b1">(), T, tf::shape<8>> rb1;
-    tf::variable<tf::concat<P, "ref_w2">(), T, tf::shape<8, 1>> r2;
+    tf::variable<tf::concat<P, "ref_w1">(), T, tf::shape<4, H>> r1;
+    tf::variable<tf::concat<P, "ref_b1">(), T, tf::shape<H>> rb1;
+    tf::variable<tf::concat<P, "ref_w2">(), T, tf::shape<H, 1>> r2;
     tf::variable<tf::concat<P, "ref_b2">(), T, tf::shape<1>> rb2;
     init(w1, rank), init(b1, rank + 10), init(w2, rank + 20), init(b2, rank + 30);
     init(r1, 0), init(rb1, 10), init(r2, 20), init(rb2, 30);  // the chief's values
@@ -116,6 +116,14 @@ int main(int argc, char** argv) {
                            {.bucket_bytes = 48}, 4);  // b2+w2 (36 bytes), b1 (32), w1 (128)
         train<double, "s/">(c, batch, steps, tf::train::adam(0.01), 1e-10, "double adam, 64-byte buckets summed after the run",
                             false, {.bucket_bytes = 64, .overlap = false}, 5);
+        // a first layer of 512 KiB (4 x 16384 doubles): its gradient comes in
+        // 2 chunks of rows of 256 KiB, each a bucket of its own, after
+        // [b2, w2] (128 KiB) and b1 (128 KiB): 5 all_reduce calls, not 4
+        train<double, "c/", 16384>(
+            c, batch, 4, tf::train::adam(0.01), 1e-10, "double adam, a first layer in 2 chunks", false, {}, 5);
+        train<double, "t/", 16384>(
+            c, batch, 4, tf::train::adam(0.01), 1e-10, "double adam, a first layer in 2 chunks, summed after the run",
+            true, {.overlap = false}, 5);
         // a step that no task feeds is an error on every task, not a division by zero
         {
             tf::placeholder<"z/x", double, tf::shape<tf::dyn, 1>> zx;

@@ -12,6 +12,7 @@
 //     auto step = strategy.minimize(loss);        // or minimize(loss, vars...)
 //     step.broadcast_variables();                 // the chief's initial values everywhere
 //     for (...) double l = step.run(s, tf::feed(x, my_rows), tf::feed(y, my_labels));
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <cstddef>
@@ -32,6 +33,8 @@
 #include <typeflow/distributed/error.hpp>
 #include <typeflow/distributed/example_count.hpp>
 #include <typeflow/expr/leaves.hpp>
+#include <typeflow/expr/ops/array.hpp>
+#include <typeflow/expr/ops/matmul.hpp>
 #include <typeflow/runtime/feed.hpp>
 #include <typeflow/runtime/session.hpp>
 #include <typeflow/train/optimizers.hpp>
@@ -44,6 +47,54 @@ namespace detail {
 template <class V>
 using mirrored_grad_t =
     placeholder<typeflow::concat<V::fixed_name, "/mirrored_grad">(), value_type_t<V>, shape_t<V>, device_t<V>>;
+
+/// A gradient of more than this many bytes that is a product a^T g (a dense
+/// layer's weights) is computed and summed in chunks of rows of about this
+/// size, so that a chunk's all_reduce runs while the next chunk's product does.
+inline constexpr std::size_t mirrored_chunk_bytes = std::size_t{256} << 10;
+
+// The chunks of rows in which a mirrored step computes gradient G: 1, or for
+// G = matmul(a, g, transpose_a) over mirrored_chunk_bytes, about
+// mirrored_chunk_bytes each, at most 8 and at most one a row.
+template <class G>
+struct mirrored_chunks : std::integral_constant<std::size_t, 1> {};
+template <class A, class Gr>
+struct mirrored_chunks<node<op::matmul<true, false>, A, Gr>> {
+    using grad = node<op::matmul<true, false>, A, Gr>;
+    static constexpr dims d = shape_t<grad>::value;
+    static constexpr std::size_t bytes = shape_t<grad>::numel * sizeof(value_type_t<grad>);
+    static constexpr std::size_t wanted = (bytes + mirrored_chunk_bytes - 1) / mirrored_chunk_bytes;
+    static constexpr std::size_t value =
+        d.rank == 2 && shape_t<A>::value.rank == 2 && bytes > mirrored_chunk_bytes
+            ? std::min({wanted, std::size_t{8}, static_cast<std::size_t>(d.d[0])})
+            : 1;
+};
+// Chunk c of C of g = matmul(a, gr, transpose_a): its rows [c M / C, (c + 1) M / C),
+// the product of a's columns of those indices and gr.
+template <std::size_t C, std::size_t c, class A, class Gr>
+auto mirrored_chunk(const node<op::matmul<true, false>, A, Gr>& g) {
+    constexpr auto m = static_cast<std::size_t>(shape_t<node<op::matmul<true, false>, A, Gr>>::value.d[0]);
+    constexpr auto r0 = static_cast<index_t>(c * m / C), r1 = static_cast<index_t>((c + 1) * m / C);
+    return typeflow::matmul(typeflow::slice<0, r0>(g.template child<0>(), typeflow::sizes<-1, r1 - r0>), g.template child<1>(),
+                            typeflow::transpose_a);
+}
+// Gradient g as the tuple of the pieces a mirrored step fetches: itself, or its chunks.
+template <class G>
+auto mirrored_pieces(const G& g) {
+    constexpr std::size_t C = mirrored_chunks<G>::value;
+    if constexpr (C == 1) return std::tuple<G>(g);
+    else return [&]<std::size_t... c>(std::index_sequence<c...>) { return std::make_tuple(mirrored_chunk<C, c>(g)...); }(
+            std::make_index_sequence<C>{});
+}
+template <std::size_t... C>
+constexpr std::array<std::size_t, sizeof...(C)> seq_array(std::index_sequence<C...>) {
+    return {C...};
+}
+template <class V>
+constexpr std::size_t first_extent() {
+    constexpr dims d = shape_t<V>::value;
+    return d.rank > 0 ? static_cast<std::size_t>(d.d[0]) : 1;
+}
 }  // namespace detail
 
 /// How a mirrored step groups gradients into all_reduce calls.
@@ -52,8 +103,10 @@ struct mirrored_options {
     /// bytes (a larger variable is a bucket of its own), filled from the last
     /// variable to the first, roughly the order in which back-propagation
     /// finishes them. Each bucket's all_reduce starts as soon as its last
-    /// gradient is computed, while the rest of the backward pass runs.
-    /// Every task must use the same value.
+    /// gradient is computed, while the rest of the backward pass runs. A
+    /// dense layer's weight gradient over 256 KiB comes in chunks of rows of
+    /// at most about 256 KiB (detail::mirrored_chunk_bytes), each bucketed
+    /// like a gradient of its own. Every task must use the same value.
     std::size_t bucket_bytes = std::size_t{256} << 10;
     /// true: the buckets are summed on a thread of the step's own while the
     /// backward pass goes on. false: on the caller's thread after it (no
@@ -68,8 +121,8 @@ struct mirrored_comm {
     struct bucket {
         bool is_float = true;
         std::size_t begin = 0, end = 0;  // elements of floats or doubles
-        std::size_t pending = 0;         // gradients not yet packed in this step
-        std::size_t vars = 0;            // gradients it holds
+        std::size_t pending = 0;         // gradient pieces not yet packed in this step
+        std::size_t vars = 0;            // gradient pieces (whole gradients or chunks of rows) it holds
     };
     collective* comm = nullptr;
     std::vector<float> floats;
@@ -173,11 +226,18 @@ private:
 
 /// One training step of a mirrored strategy over the variables Vs...
 /// (see mirrored_strategy::minimize), reporting the scalar metrics in the
-/// std::tuple Metrics.
-template <class Loss, class Metrics, class Fetch, class Apply, class... Vs>
+/// std::tuple Metrics; Chunks (a std::index_sequence) holds the chunks of
+/// rows each variable's gradient comes in.
+template <class Loss, class Metrics, class Fetch, class Apply, class Chunks, class... Vs>
 class mirrored_step {
     static constexpr std::size_t N = sizeof...(Vs);
     static constexpr std::size_t E = std::tuple_size_v<Metrics>;
+    static constexpr std::array<std::size_t, N> chunks_ = detail::seq_array(Chunks{});
+    static constexpr std::size_t P = [] {  // the gradient pieces fetched
+        std::size_t p = 0;
+        for (const std::size_t c : chunks_) p += c;
+        return p;
+    }();
 
 public:
     using loss_type = value_type_t<Loss>;
@@ -217,7 +277,7 @@ public:
         st.begin_step();
         try {
             if (count > 0) {
-                // fetch 0 is the loss, 1..E the metrics, then the gradients from the last variable's
+                // fetch 0 is the loss, 1..E the metrics, then the gradients' pieces from the last variable's
                 s.run_streaming(fetch_, [&](std::size_t k, const void* data) { on_ready(k, data, count); }, feeds...);
             } else {  // zeros, not the NaN of a mean over no examples
                 std::fill(st.floats.begin(), st.floats.end(), 0.0f);
@@ -270,27 +330,38 @@ private:
     template <class V>
     static constexpr bool is_float = std::is_same_v<value_type_t<V>, float>;
 
-    // variables from the last to the first, each dtype's buckets cut at `cap` bytes
+    // variables from the last to the first, a chunked gradient's rows in
+    // order, each dtype's buckets cut at `cap` bytes
     void plan_buckets(std::size_t cap) {
         detail::mirrored_comm& st = *st_;
         constexpr bool floats[N] = {is_float<Vs>...};
         constexpr std::size_t sizes[N] = {shape_t<Vs>::numel...};
+        constexpr std::size_t rows[N] = {detail::first_extent<Vs>()...};
         st.buckets.push_back({false, 0, 2 + E, 1 + E, 1 + E});
         std::size_t nf = 0, nd = 2 + E;
         std::size_t open[2] = {~std::size_t{0}, ~std::size_t{0}};  // the bucket being filled, per dtype
+        std::size_t p = 0;
         for (std::size_t j = N; j-- > 0;) {
             const bool f = floats[j];
             const std::size_t elem = f ? sizeof(float) : sizeof(double);
-            std::size_t& o = open[f];
-            if (o == ~std::size_t{0} || (st.buckets[o].end - st.buckets[o].begin + sizes[j]) * elem > cap) {
-                o = st.buckets.size();
-                const std::size_t at = f ? nf : nd;
-                st.buckets.push_back({f, at, at, 0, 0});
+            std::size_t& next = f ? nf : nd;
+            at_[j] = next;
+            const std::size_t C = chunks_[j];
+            for (std::size_t c = 0; c < C; ++c, ++p) {  // rows [c M / C, (c + 1) M / C), as detail::mirrored_chunk
+                const std::size_t n = C == 1 ? sizes[j] : ((c + 1) * rows[j] / C - c * rows[j] / C) * (sizes[j] / rows[j]);
+                std::size_t& o = open[f];
+                if (o == ~std::size_t{0} || (st.buckets[o].end - st.buckets[o].begin + n) * elem > cap) {
+                    o = st.buckets.size();
+                    st.buckets.push_back({f, next, next, 0, 0});
+                }
+                piece_var_[p] = j;
+                piece_at_[p] = next;
+                piece_n_[p] = n;
+                next += n;
+                st.buckets[o].end = next;
+                ++st.buckets[o].vars;
+                bucket_of_[p] = o;
             }
-            at_[j] = f ? std::exchange(nf, nf + sizes[j]) : std::exchange(nd, nd + sizes[j]);
-            st.buckets[o].end = at_[j] + sizes[j];
-            ++st.buckets[o].vars;
-            bucket_of_[j] = o;
         }
         st.floats.assign(nf, 0.0f);
         st.doubles.assign(nd, 0.0);
@@ -310,8 +381,8 @@ private:
     }
 
     // fetch k of this task's run (0 the loss, 1..E the metrics, then the
-    // gradients from the last variable's), times its examples, into its
-    // bucket; returns the bucket when that was its last value
+    // gradients' pieces from the last variable's), times its examples, into
+    // its bucket; returns the bucket when that was its last value
     std::size_t pack_one(std::size_t k, const void* data, double count) {
         detail::mirrored_comm& st = *st_;
         if (k <= E) {
@@ -323,9 +394,9 @@ private:
             }
             return --st.buckets[0].pending == 0 ? 0 : ~std::size_t{0};
         }
-        const std::size_t j = N - (k - E);
-        pack_dispatch(j, data, count, std::index_sequence_for<Vs...>{});
-        return --st.buckets[bucket_of_[j]].pending == 0 ? bucket_of_[j] : ~std::size_t{0};
+        const std::size_t p = k - E - 1;
+        pack_dispatch(piece_var_[p], data, piece_n_[p], piece_at_[p], count, std::index_sequence_for<Vs...>{});
+        return --st.buckets[bucket_of_[p]].pending == 0 ? bucket_of_[p] : ~std::size_t{0};
     }
     void on_ready(std::size_t k, const void* data, double count) {
         if (const std::size_t b = pack_one(k, data, count); b != ~std::size_t{0}) st_->mark_ready(b);
@@ -339,8 +410,8 @@ private:
         return v;
     }
     template <std::size_t... K>
-    void pack_dispatch(std::size_t j, const void* data, double count, std::index_sequence<K...>) {
-        ((K == j ? pack<value_type_t<Vs>>(data, shape_t<Vs>::numel, at_[K], count) : void()), ...);
+    void pack_dispatch(std::size_t j, const void* data, std::size_t n, std::size_t at, double count, std::index_sequence<K...>) {
+        ((K == j ? pack<value_type_t<Vs>>(data, n, at, count) : void()), ...);
     }
     template <class T>
     void pack(const void* data, std::size_t n, std::size_t at, double count) {
@@ -371,7 +442,10 @@ private:
     Apply apply_;
     typeflow::detail::children_of<Vs...> vars_;
     std::size_t at_[N] = {};         // each gradient's first element in its dtype's buffer
-    std::size_t bucket_of_[N] = {};  // and its bucket
+    std::size_t piece_var_[P] = {};  // each fetched piece's variable,
+    std::size_t piece_at_[P] = {};   // its first element in its dtype's buffer,
+    std::size_t piece_n_[P] = {};    // its elements
+    std::size_t bucket_of_[P] = {};  // and its bucket
     bool overlap_ = true;
     std::array<double, E> metrics_{};
     std::unique_ptr<detail::mirrored_comm> st_;
@@ -415,14 +489,18 @@ private:
                       std::index_sequence<K...>) const {
         // (variables of other dtypes are refused by the optimizer's own check first)
         static_assert(shape_t<L>::numel == 1, "typeflow: mirrored: the loss must be a scalar");
-        // the gradients from the last variable to the first: the node order
-        // follows the fetch list, so the last layers' finish first
+        // the gradients from the last variable to the first, a chunked one's
+        // rows in order: the node order follows the fetch list, so the last
+        // layers' finish first
+        auto pieces = std::tuple_cat(detail::mirrored_pieces(gv.template get<sizeof...(K) - 1 - K>().grad)...);
         auto fetch_all = std::apply(
-            [&](const auto&... m) { return fetch(loss, m..., gv.template get<sizeof...(K) - 1 - K>().grad...); }, metrics);
+            [&](const auto&... m) { return std::apply([&](const auto&... g) { return fetch(loss, m..., g...); }, pieces); },
+            metrics);
+        using chunks = std::index_sequence<detail::mirrored_chunks<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>::value...>;
         auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>...>(
             train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>{detail::mirrored_grad_t<Vs>{}, gv.template get<K>().var}...));
-        return mirrored_step<L, M, decltype(fetch_all), decltype(apply), Vs...>(*comm_, std::move(fetch_all), std::move(apply),
-                                                                           options_, gv.template get<K>().var...);
+        return mirrored_step<L, M, decltype(fetch_all), decltype(apply), chunks, Vs...>(
+            *comm_, std::move(fetch_all), std::move(apply), options_, gv.template get<K>().var...);
     }
 
     collective* comm_;
