@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/dist_check.sh — the distributed benchmarks on a machine with many
-# cores (the lent GPU machine has 16), in one run, each task on a core of its
+# cores (16, say), in one run, each task on cores of its
 # own (typeflow-launch --bind-cores, mpirun --bind-to core):
 #   1. all-reduce: typeflow against Gloo, Open MPI and a plain TCP ring at 4
 #      and 8 tasks (benchmarks/distributed/run_allreduce_bench.py --bind);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/dist_prebuild.sh — builds the distributed benchmarks here, so that a
-# machine with many cores and no package registry (the lent GPU machine: 16
-# cores) only runs them:
+# machine with many cores and no package registry (a GPU node, an air-gapped
+# cluster node) only runs them:
 #
 #   bash scripts/dist_prebuild.sh           # here: build-dist/, at most 64 MiB
 #   bash scripts/dist_check.sh build-dist   # there, with build-dist carried along

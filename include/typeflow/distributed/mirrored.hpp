@@ -32,6 +32,7 @@
 #include <typeflow/distributed/collective.hpp>
 #include <typeflow/distributed/error.hpp>
 #include <typeflow/distributed/example_count.hpp>
+#include <typeflow/distributed/placement.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/array.hpp>
 #include <typeflow/expr/ops/matmul.hpp>
@@ -53,47 +54,39 @@ using mirrored_grad_t =
 /// size, so that a chunk's all_reduce runs while the next chunk's product does.
 inline constexpr std::size_t mirrored_chunk_bytes = std::size_t{256} << 10;
 
-// The chunks of rows in which a mirrored step computes gradient G: 1, or for
-// G = matmul(a, g, transpose_a) over mirrored_chunk_bytes, about
-// mirrored_chunk_bytes each, at most 8 and at most one a row.
-template <class G>
+// The chunks of rows in which a mirrored step computes the gradient G of
+// variable V: 1, or for G = matmul(a, g, transpose_a), as many as
+// min_max_partitioner<8, mirrored_chunk_bytes> cuts V into (each at least
+// mirrored_chunk_bytes, at most 8), their rows split as shard_begin splits
+// a partitioned variable's.
+template <class V, class G>
 struct mirrored_chunks : std::integral_constant<std::size_t, 1> {};
-template <class A, class Gr>
-struct mirrored_chunks<node<op::matmul<true, false>, A, Gr>> {
-    using grad = node<op::matmul<true, false>, A, Gr>;
-    static constexpr dims d = shape_t<grad>::value;
-    static constexpr std::size_t bytes = shape_t<grad>::numel * sizeof(value_type_t<grad>);
-    static constexpr std::size_t wanted = (bytes + mirrored_chunk_bytes - 1) / mirrored_chunk_bytes;
-    static constexpr std::size_t value =
-        d.rank == 2 && shape_t<A>::value.rank == 2 && bytes > mirrored_chunk_bytes
-            ? std::min({wanted, std::size_t{8}, static_cast<std::size_t>(d.d[0])})
-            : 1;
-};
-// Chunk c of C of g = matmul(a, gr, transpose_a): its rows [c M / C, (c + 1) M / C),
-// the product of a's columns of those indices and gr.
-template <std::size_t C, std::size_t c, class A, class Gr>
-auto mirrored_chunk(const node<op::matmul<true, false>, A, Gr>& g) {
-    constexpr auto m = static_cast<std::size_t>(shape_t<node<op::matmul<true, false>, A, Gr>>::value.d[0]);
-    constexpr auto r0 = static_cast<index_t>(c * m / C), r1 = static_cast<index_t>((c + 1) * m / C);
-    return typeflow::matmul(typeflow::slice<0, r0>(g.template child<0>(), typeflow::sizes<-1, r1 - r0>), g.template child<1>(),
-                            typeflow::transpose_a);
-}
-// Gradient g as the tuple of the pieces a mirrored step fetches: itself, or its chunks.
-template <class G>
+template <class V, class A, class Gr>
+    requires(shape_t<V>::rank == 2 && shape_t<A>::rank == 2)
+struct mirrored_chunks<V, node<op::matmul<true, false>, A, Gr>>
+    : std::integral_constant<std::size_t, min_max_partitioner<8, mirrored_chunk_bytes>::template shards<
+                                              placed_var<V>::rows, placed_var<V>::row_bytes>> {};
+// Gradient g of variable V as the tuple of the pieces a mirrored step
+// fetches: itself, or its chunks, chunk k the product of a's columns
+// [shard_begin(k), shard_begin(k + 1)) and gr (those rows of g).
+template <class V, class G>
 auto mirrored_pieces(const G& g) {
-    constexpr std::size_t C = mirrored_chunks<G>::value;
-    if constexpr (C == 1) return std::tuple<G>(g);
-    else return [&]<std::size_t... c>(std::index_sequence<c...>) { return std::make_tuple(mirrored_chunk<C, c>(g)...); }(
-            std::make_index_sequence<C>{});
+    constexpr std::size_t C = mirrored_chunks<V, G>::value;
+    if constexpr (C == 1) {
+        return std::tuple<G>(g);
+    } else {
+        constexpr std::size_t m = placed_var<V>::rows;
+        return [&]<std::size_t... k>(std::index_sequence<k...>) {
+            return std::make_tuple(typeflow::matmul(
+                typeflow::slice<0, shard_begin(m, C, k)>(
+                    g.template child<0>(), typeflow::sizes<-1, shard_begin(m, C, k + 1) - shard_begin(m, C, k)>),
+                g.template child<1>(), typeflow::transpose_a)...);
+        }(std::make_index_sequence<C>{});
+    }
 }
 template <std::size_t... C>
 constexpr std::array<std::size_t, sizeof...(C)> seq_array(std::index_sequence<C...>) {
     return {C...};
-}
-template <class V>
-constexpr std::size_t first_extent() {
-    constexpr dims d = shape_t<V>::value;
-    return d.rank > 0 ? static_cast<std::size_t>(d.d[0]) : 1;
 }
 }  // namespace detail
 
@@ -105,8 +98,9 @@ struct mirrored_options {
     /// finishes them. Each bucket's all_reduce starts as soon as its last
     /// gradient is computed, while the rest of the backward pass runs. A
     /// dense layer's weight gradient over 256 KiB comes in chunks of rows of
-    /// at most about 256 KiB (detail::mirrored_chunk_bytes), each bucketed
-    /// like a gradient of its own. Every task must use the same value.
+    /// at least 256 KiB (detail::mirrored_chunk_bytes; at most 8, as
+    /// min_max_partitioner cuts a variable), each bucketed like a gradient
+    /// of its own. Every task must use the same value.
     std::size_t bucket_bytes = std::size_t{256} << 10;
     /// true: the buckets are summed on a thread of the step's own while the
     /// backward pass goes on. false: on the caller's thread after it (no
@@ -336,7 +330,7 @@ private:
         detail::mirrored_comm& st = *st_;
         constexpr bool floats[N] = {is_float<Vs>...};
         constexpr std::size_t sizes[N] = {shape_t<Vs>::numel...};
-        constexpr std::size_t rows[N] = {detail::first_extent<Vs>()...};
+        constexpr std::size_t rows[N] = {detail::placed_var<Vs>::rows...};
         st.buckets.push_back({false, 0, 2 + E, 1 + E, 1 + E});
         std::size_t nf = 0, nd = 2 + E;
         std::size_t open[2] = {~std::size_t{0}, ~std::size_t{0}};  // the bucket being filled, per dtype
@@ -347,8 +341,9 @@ private:
             std::size_t& next = f ? nf : nd;
             at_[j] = next;
             const std::size_t C = chunks_[j];
-            for (std::size_t c = 0; c < C; ++c, ++p) {  // rows [c M / C, (c + 1) M / C), as detail::mirrored_chunk
-                const std::size_t n = C == 1 ? sizes[j] : ((c + 1) * rows[j] / C - c * rows[j] / C) * (sizes[j] / rows[j]);
+            for (std::size_t c = 0; c < C; ++c, ++p) {  // its rows as detail::mirrored_pieces cuts them
+                const auto r = static_cast<std::size_t>(detail::shard_begin(rows[j], C, c + 1) - detail::shard_begin(rows[j], C, c));
+                const std::size_t n = C == 1 ? sizes[j] : r * (sizes[j] / rows[j]);
                 std::size_t& o = open[f];
                 if (o == ~std::size_t{0} || (st.buckets[o].end - st.buckets[o].begin + n) * elem > cap) {
                     o = st.buckets.size();
@@ -492,11 +487,13 @@ private:
         // the gradients from the last variable to the first, a chunked one's
         // rows in order: the node order follows the fetch list, so the last
         // layers' finish first
-        auto pieces = std::tuple_cat(detail::mirrored_pieces(gv.template get<sizeof...(K) - 1 - K>().grad)...);
+        auto pieces = std::tuple_cat(detail::mirrored_pieces<meta::at_t<sizeof...(K) - 1 - K, Vs...>>(
+            gv.template get<sizeof...(K) - 1 - K>().grad)...);
         auto fetch_all = std::apply(
             [&](const auto&... m) { return std::apply([&](const auto&... g) { return fetch(loss, m..., g...); }, pieces); },
             metrics);
-        using chunks = std::index_sequence<detail::mirrored_chunks<meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>::value...>;
+        using chunks =
+            std::index_sequence<detail::mirrored_chunks<Vs, meta::remove_cvref_t<decltype(gv.template get<K>().grad)>>::value...>;
         auto apply = opt_.apply_gradients(train::grads_and_vars<train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>...>(
             train::grad_and_var<detail::mirrored_grad_t<Vs>, Vs>{detail::mirrored_grad_t<Vs>{}, gv.template get<K>().var}...));
         return mirrored_step<L, M, decltype(fetch_all), decltype(apply), chunks, Vs...>(
