@@ -16,7 +16,11 @@
 #    mlp_train_eigen.cpp (the step written by hand). Same budget (issue 3).
 # 1d. compile_cnn: examples/fashion_mnist_cnn.cpp against the training
 #    program of 1b (CNN_ONLY=1: this alone); budget 1.5x (ratio <= 1.5); then
-#    both with separate compilation (compile_cnn_sep, compile_models_src).
+#    both with separate compilation (compile_cnn_sep, compile_models_src), and
+#    the example with the MLP program's network in place of the CNN
+#    (compile_cnn_layers: the CNN's layers; compile_keras_mlp_sep: the Keras
+#    program around the same network; the two ratios multiply to
+#    compile_cnn_sep's).
 # 1e. compile_two_tower: examples/ticket_ranker.cpp against the CNN example
 #    (TWO_TOWER_ONLY=1: this alone); budget 1.5x (ratio <= 1.5).
 # 1c. separate compilation: the same two typeflow programs built the way a
@@ -411,15 +415,35 @@ cp "$work/typeflow_src.bin" "$work/typeflow_src.o"
 cp "$work/models_src.bin" "$work/models_src.o"
 echo "compile_typeflow_src seconds=${CPU[typeflow_src]} peak_mb=${PEAK[typeflow_src]}"
 echo "compile_models_src seconds=${CPU[models_src]} peak_mb=${PEAK[models_src]}"
+# Where that ratio comes from: the example with its model replaced by the MLP
+# program's network (input, flatten, dense 256 relu, dense 128 relu, dense 10;
+# Adam, fit, callbacks, data and reload as in the example), built the same way.
+#   compile_cnn_layers cnn=<s> keras_mlp=<s> ratio=<cnn/keras_mlp>        (the CNN's layers)
+#   compile_keras_mlp_sep keras_mlp=<s> mlp_train=<s> ratio=<keras_mlp/mlp_train>  (the Keras program)
+# The two ratios multiply to compile_cnn_sep's.
+sed -e 's/L::input<float, 28, 28, 1>, L::conv2d<32, 3, L::relu>, L::max_pool2d<2>, L::flatten,$/L::input<float, 28, 28, 1>, L::flatten, L::dense<256, L::relu>, L::dense<128, L::relu>,/' \
+    -e 's/^                                   L::dense<64, L::relu>, L::dense<10>>;$/                                   L::dense<10>>;/' \
+    -e 's/^static_assert(cnn::params == 347146);.*$//' \
+    "$root/examples/fashion_mnist_cnn.cpp" >"$work/keras_mlp.cpp"
+if ! grep -q 'L::dense<256, L::relu>, L::dense<128, L::relu>,' "$work/keras_mlp.cpp" || grep -q 'conv2d\|347146' "$work/keras_mlp.cpp"; then
+    echo "compile_time.sh: the model declaration of examples/fashion_mnist_cnn.cpp changed; update the keras_mlp twin" >&2
+    exit 1
+fi
 SRC[cnn_sep]="$root/examples/fashion_mnist_cnn.cpp"
 XARGS[cnn_sep]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB $work/models_src.o -lz"
 SRC[mlp_train_sep]="$here/compile/mlp_train_typeflow.cpp"
 XARGS[mlp_train_sep]="-DTYPEFLOW_SEPARATE_COMPILATION $work/typeflow_src.o"
-measure cnn_sep mlp_train_sep
+SRC[keras_mlp]="$work/keras_mlp.cpp"
+XARGS[keras_mlp]="-DTYPEFLOW_SEPARATE_COMPILATION -DTYPEFLOW_HAVE_ZLIB $work/models_src.o -lz"
+measure cnn_sep mlp_train_sep keras_mlp
 awk -v c="${CPU[cnn_sep]}" -v m="${CPU[mlp_train_sep]}" \
     'BEGIN { printf "compile_cnn_sep typeflow=%.2f mlp_train=%.2f ratio=%.3f\n", c, m, c / m }'
 awk -v c="${PEAK[cnn_sep]}" -v m="${PEAK[mlp_train_sep]}" \
     'BEGIN { printf "compile_cnn_sep_peak typeflow=%d mlp_train=%d ratio=%.3f\n", c, m, c / m }'
+awk -v c="${CPU[cnn_sep]}" -v k="${CPU[keras_mlp]}" \
+    'BEGIN { printf "compile_cnn_layers cnn=%.2f keras_mlp=%.2f ratio=%.3f\n", c, k, c / k }'
+awk -v k="${CPU[keras_mlp]}" -v m="${CPU[mlp_train_sep]}" \
+    'BEGIN { printf "compile_keras_mlp_sep keras_mlp=%.2f mlp_train=%.2f ratio=%.3f\n", k, m, k / m }'
 [[ -n "${CNN_ONLY:-}" ]] && exit 0
 
 # ---- 1. the MLP, typeflow vs Eigen -------------------------------------------
