@@ -14,6 +14,7 @@
 
 #include <typeflow/backend/eigen/impl/kernels.ipp>
 #include <typeflow/core/impl/shape.ipp>
+#include <typeflow/data/impl/csv.ipp>
 #include <typeflow/data/impl/instances.ipp>
 #include <typeflow/kernel/impl/region.ipp>
 #include <typeflow/runtime/impl/checks.ipp>

@@ -1,16 +1,15 @@
 // typeflow/data/csv.hpp — CSV files of numeric columns: reading them into a
 // feature matrix and a label vector, and a dataset of (features, label).
 #pragma once
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/dtype.hpp>
 #include <typeflow/core/message.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -57,40 +56,16 @@ struct csv_table {
 
 namespace detail {
 
-inline std::string_view trim(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-    return s;
-}
-
+/// A field without its blanks and quotes.
+TYPEFLOW_DECL std::string_view trim(std::string_view s) noexcept;
 /// Splits a line into trimmed fields.
-inline void split_fields(std::string_view line, char delim, std::vector<std::string_view>& out) {
-    out.clear();
-    for (;;) {
-        const std::size_t k = line.find(delim);
-        out.push_back(trim(line.substr(0, k)));
-        if (k == std::string_view::npos) return;
-        line.remove_prefix(k + 1);
-    }
-}
-
-/// Parses a number of type T; false when s is not one or is out of range.
-template <class T>
-bool parse_number(std::string_view s, T& v) {
-    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-    if (s.empty()) return false;
-    const char* end = s.data() + s.size();
-    if constexpr (std::is_same_v<T, bool>) {
-        const bool t = s == "true" || s == "1";
-        if (!t && s != "false" && s != "0") return false;
-        v = t;
-        return true;
-    } else {
-        const auto r = std::from_chars(s.data(), end, v);
-        return r.ec == std::errc() && r.ptr == end;
-    }
-}
+TYPEFLOW_DECL void split_fields(std::string_view line, char delim, std::vector<std::string_view>& out);
+/// Parses a number of the type of v; false when s is not one or is out of range.
+TYPEFLOW_DECL bool parse_number(std::string_view s, float& v);
+TYPEFLOW_DECL bool parse_number(std::string_view s, double& v);
+TYPEFLOW_DECL bool parse_number(std::string_view s, std::int32_t& v);
+TYPEFLOW_DECL bool parse_number(std::string_view s, std::int64_t& v);
+TYPEFLOW_DECL bool parse_number(std::string_view s, bool& v);
 
 struct csv_line {
     std::size_t number;  // 1-based
@@ -221,3 +196,7 @@ dataset<TF, TL> from_csv(const std::string& path, const csv_options& o) {
 }
 
 }  // namespace typeflow::data
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/data/impl/csv.ipp>
+#endif

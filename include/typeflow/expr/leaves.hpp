@@ -46,6 +46,7 @@ template <class T>
 struct variable_state {
     tensor<T> value;
     std::string name;
+    dims shape{};  // the variable's static shape
     mutable device_mirror mirror;  // its copy on a GPU, for a variable placed there
 };
 // A variable's storage, zeroed (one function per dtype, not per variable).
@@ -54,8 +55,56 @@ TYPEFLOW_NOINLINE std::shared_ptr<variable_state<T>> new_variable_state(const di
     auto st = std::make_shared<variable_state<T>>();
     st->value = tensor<T>(d);
     st->name = std::string(name);
+    st->shape = d;
     return st;
 }
+
+/// What every variable of element type T is and does, whatever its name,
+/// shape and device: its storage and the functions that read it. A variable
+/// type adds no member, so code that handles variables (a graph's slots, the
+/// session's leaf table, io::saver) is compiled once per dtype, not once per
+/// variable (a variable's type spells its name and shape).
+template <class T>
+class variable_base : public leaf_base {
+public:
+    using leaf_kind = variable_leaf;
+    using value_type = T;
+
+    /// The current value (shares storage with the variable). For a variable
+    /// on a GPU, reading it brings the host copy up to date first, and the
+    /// non-const form lets the host write it (the next run uploads it).
+    tensor<T>& value() {
+        st_->mirror.pull(st_->value.data());
+        st_->mirror.device_stale = true;
+        return st_->value;
+    }
+    const tensor<T>& value() const {
+        st_->mirror.pull(st_->value.data());
+        return st_->value;
+    }
+    /// Overwrites the value; the extents must equal the variable's shape.
+    void load(tensor_view<const T> v) {
+        if (!(v.dims == st_->shape))
+            detail::raise(detail::message() << "variable '" << st_->name << "': cannot load a tensor of shape " << v.dims
+                                            << " into shape " << st_->shape);
+        std::copy(v.data, v.data + v.size(), st_->value.data());
+        st_->mirror.host_stale = false;
+        st_->mirror.device_stale = true;
+    }
+    const void* identity() const noexcept { return st_.get(); }
+    variable_state<T>& state() const noexcept { return *st_; }
+    /// The storage that copies of this variable share (io::saver keeps it alive).
+    const std::shared_ptr<variable_state<T>>& storage() const noexcept { return st_; }
+
+    /// Destroys the variable held in a graph node's child slot (see
+    /// leaf_child_ops): one function per dtype, which also tells a slot that
+    /// holds a variable of element type T (io::saver's walk).
+    static void destroy_in_slot(void* p) noexcept { static_cast<variable_base*>(p)->~variable_base(); }
+
+protected:
+    explicit variable_base(std::shared_ptr<variable_state<T>> st) noexcept : st_(std::move(st)) {}
+    std::shared_ptr<variable_state<T>> st_;
+};
 }  // namespace detail
 
 /// State that persists across runs: `variable<"W", float, shape<64, 32>>`.
@@ -63,11 +112,7 @@ TYPEFLOW_NOINLINE std::shared_ptr<variable_state<T>> new_variable_state(const di
 /// storage. Optimizers update the floating-point variables a loss reaches
 /// unless Trainable is false (see non_trainable_variable).
 template <fixed_string Name, value_type_c T, shape_c S, device_c D = cpu, bool Trainable = true>
-class variable : public detail::leaf_base {
-public:
-    using leaf_kind = detail::variable_leaf;
-
-private:
+class variable : public detail::variable_base<T> {
     static constexpr bool check_shape() {
         if constexpr (!S::is_static) {
             diagnostic::variable_shape_must_be_static<variable, S> error;
@@ -88,43 +133,14 @@ public:
     /// Initialised by `init` (e.g. tf::init::glorot_uniform{}).
     template <class Init>
         requires requires(Init i, tensor<T>& t) { i(t, std::string_view{}); }
-    explicit variable(Init init) : st_(detail::new_variable_state<T>(S::value, Name.view())) {
-        init(st_->value, Name.view());
+    explicit variable(Init init) : detail::variable_base<T>(detail::new_variable_state<T>(S::value, Name.view())) {
+        init(this->st_->value, Name.view());
     }
     static constexpr std::string_view name() { return Name.view(); }
     /// The name as a template argument (for names derived from it).
     static constexpr fixed_string fixed_name = Name;
     /// True when optimizers update this variable (floating point and Trainable).
     static constexpr bool trainable() noexcept { return Trainable && std::is_floating_point_v<T>; }
-
-    /// The current value (shares storage with the variable). For a variable
-    /// on a GPU, reading it brings the host copy up to date first, and the
-    /// non-const form lets the host write it (the next run uploads it).
-    tensor<T>& value() {
-        st_->mirror.pull(st_->value.data());
-        st_->mirror.device_stale = true;
-        return st_->value;
-    }
-    const tensor<T>& value() const {
-        st_->mirror.pull(st_->value.data());
-        return st_->value;
-    }
-    /// Overwrites the value; the extents must equal the variable's shape.
-    void load(tensor_view<const T> v) {
-        if (!(v.dims == S::value))
-            detail::raise(detail::message() << "variable '" << Name.view() << "': cannot load a tensor of shape " << v.dims
-                                            << " into shape " << S::value);
-        std::copy(v.data, v.data + v.size(), st_->value.data());
-        st_->mirror.host_stale = false;
-        st_->mirror.device_stale = true;
-    }
-    const void* identity() const noexcept { return st_.get(); }
-    detail::variable_state<T>& state() const noexcept { return *st_; }
-    /// The storage that copies of this variable share (io::saver keeps it alive).
-    const std::shared_ptr<detail::variable_state<T>>& storage() const noexcept { return st_; }
-
-private:
-    std::shared_ptr<detail::variable_state<T>> st_;
 };
 
 /// A variable that optimizers leave alone (a step counter, moving averages,

@@ -153,6 +153,7 @@ struct leaf_child_ops {
         child_slot& slot = s->slots()[s->count];
         ::new (static_cast<void*>(slot.bytes)) C(*static_cast<const C*>(c));
         if constexpr (std::is_trivially_destructible_v<C>) slot.destroy = &destroy_nothing;
+        else if constexpr (requires { C::destroy_in_slot; }) slot.destroy = &C::destroy_in_slot;  // a variable: per dtype
         else slot.destroy = &destroy;
         ++s->count;
     }

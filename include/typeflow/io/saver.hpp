@@ -89,8 +89,10 @@ public:
     /// Throws tf::error when two different variables share a name.
     template <expression E>
     saver& add(const E& root) {
-        typeflow::detail::pointer_set seen;
-        collect(root, seen);
+        if constexpr (typeflow::detail::is_variable_v<E>)
+            add_storage(root.name(), shape_t<E>::value, root.storage());
+        else if constexpr (!E::is_leaf)  // an operation node: its only member is its state's handle
+            add_graph(static_cast<const typeflow::detail::node_handle*>(static_cast<const void*>(&root))->get());
         return *this;
     }
     /// Adds a plain tensor under `name`; a restore checks its extents against
@@ -150,10 +152,6 @@ private:
 
     void insert(const std::string& name, entry e);
 
-    template <class V>
-    void add_variable(const V& v) {
-        add_storage(V::name(), shape_t<V>::value, v.storage());
-    }
     // A variable's entry: one function per dtype, not per variable.
     template <class T>
     TYPEFLOW_NOINLINE void add_storage(std::string_view name, const dims& pattern,
@@ -163,17 +161,10 @@ private:
         insert(std::string(name), entry{dtype_of<T>, pattern, st.get(), st, &st->value, false});
     }
 
-    template <class E>
-    void collect(const E& e, typeflow::detail::pointer_set& seen) {
-        if constexpr (typeflow::detail::is_variable_v<E>) {
-            add_variable(e);
-        } else if constexpr (E::is_leaf) {
-            return;
-        } else {
-            if (!seen.insert(e.identity())) return;
-            e.apply_children([&](const auto&... c) { (collect(c, seen), ...); });
-        }
-    }
+    // Every variable below a node's state: one walk over the states' child
+    // slots (the kind of each slot told by its destroy function), compiled
+    // once, not once per node type.
+    void add_graph(const typeflow::detail::node_state* root);
 
     // Sources of every tensor, or of shard k's.
     std::vector<tensor_source> sources(std::optional<std::size_t> k) const;

@@ -9,7 +9,6 @@
 //   };
 //   model.fit(train, {.epochs = 2, .callbacks = {std::make_shared<print_lr>(), tf::models::tensorboard("logs")}});
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -32,25 +31,11 @@ namespace typeflow::models {
 class logs {
 public:
     /// Sets name to v (appended when new).
-    void set(const std::string& name, double v) {
-        for (auto& [k, x] : items_)
-            if (k == name) {
-                x = v;
-                return;
-            }
-        items_.emplace_back(name, v);
-    }
+    TYPEFLOW_DECL void set(const std::string& name, double v);
     /// The value of name, or nullptr.
-    const double* find(const std::string& name) const {
-        for (auto& [k, x] : items_)
-            if (k == name) return &x;
-        return nullptr;
-    }
+    TYPEFLOW_DECL const double* find(const std::string& name) const;
     /// The value of name; a tf::error when it is absent.
-    double at(const std::string& name) const {
-        if (const double* v = find(name)) return *v;
-        throw typeflow::error("logs: no value named '" + name + "'");
-    }
+    TYPEFLOW_DECL double at(const std::string& name) const;
     const std::vector<std::pair<std::string, double>>& items() const noexcept { return items_; }
     void clear() noexcept { items_.clear(); }
 
@@ -124,17 +109,18 @@ public:
     int verbose() const noexcept { return verbose_; }
 
 private:
-    using clock = std::chrono::steady_clock;
+    // Seconds on a monotonic clock.
+    TYPEFLOW_DECL static double now();
     TYPEFLOW_DECL std::string counter() const;
     TYPEFLOW_DECL std::string bar(bool done = false) const;
-    TYPEFLOW_DECL std::string eta(clock::time_point now) const;
+    TYPEFLOW_DECL std::string eta(double now) const;
 
     std::FILE* out_;
     int verbose_;
     std::int64_t steps_;
     std::int64_t seen_ = 0;
     int total_epochs_ = 0;
-    clock::time_point start_{}, last_draw_{};
+    double start_ = 0, last_draw_ = -1e300;  // seconds (now())
 };
 
 /// Writes the epoch's logs as TensorBoard scalars: "epoch_loss",
@@ -151,9 +137,7 @@ private:
     std::string dir_;
     std::unique_ptr<io::summary_writer> train_, validation_;
 };
-inline std::shared_ptr<callback> tensorboard(std::string logdir) {
-    return std::make_shared<tensorboard_callback>(std::move(logdir));
-}
+TYPEFLOW_DECL std::shared_ptr<callback> tensorboard(std::string logdir);
 
 /// Saves a checkpoint (weights and optimizer state) into dir at the end of
 /// every epoch, as "ckpt-<epoch + 1>", keeping the last `keep`; with
@@ -178,9 +162,7 @@ private:
     double best_ = o_.maximize ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     std::string last_path_;
 };
-inline std::shared_ptr<model_checkpoint_callback> model_checkpoint(std::string dir, model_checkpoint_options o = {}) {
-    return std::make_shared<model_checkpoint_callback>(std::move(dir), std::move(o));
-}
+TYPEFLOW_DECL std::shared_ptr<model_checkpoint_callback> model_checkpoint(std::string dir, model_checkpoint_options o = {});
 
 /// Sets the learning rate at the start of every epoch to schedule(epoch, lr)
 /// and logs it as "learning_rate".
@@ -193,9 +175,7 @@ public:
 private:
     std::function<double(int, double)> f_;
 };
-inline std::shared_ptr<callback> learning_rate_scheduler(std::function<double(int, double)> schedule) {
-    return std::make_shared<learning_rate_scheduler_callback>(std::move(schedule));
-}
+TYPEFLOW_DECL std::shared_ptr<callback> learning_rate_scheduler(std::function<double(int, double)> schedule);
 
 /// Stops training when `monitor` has not improved by min_delta for `patience`
 /// epochs; with restore_best_weights, puts back the best epoch's weights.
@@ -220,9 +200,7 @@ private:
     double best_ = 0;
     std::shared_ptr<void> best_weights_;
 };
-inline std::shared_ptr<early_stopping_callback> early_stopping(early_stopping_options o = {}) {
-    return std::make_shared<early_stopping_callback>(std::move(o));
-}
+TYPEFLOW_DECL std::shared_ptr<early_stopping_callback> early_stopping(early_stopping_options o = {});
 
 /// Appends one CSV row per epoch to `path`: "epoch" and the logs' names as the header.
 class csv_logger_callback : public callback {
@@ -240,9 +218,7 @@ private:
     bool append_, header_written_ = false;
     std::unique_ptr<std::FILE, closer> f_;
 };
-inline std::shared_ptr<callback> csv_logger(std::string path, bool append = false) {
-    return std::make_shared<csv_logger_callback>(std::move(path), append);
-}
+TYPEFLOW_DECL std::shared_ptr<callback> csv_logger(std::string path, bool append = false);
 
 /// A callback made of functions (Keras' LambdaCallback); leave any empty.
 struct lambda_callback : callback {

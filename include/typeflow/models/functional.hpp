@@ -206,26 +206,9 @@ public:
             throw;
         }
         layers::detail::summary_sink = nullptr;
-        const std::string rule(65, '_'), thick(65, '=');
-        const auto row = [](std::string_view a, std::string_view b, std::string_view c) {
-            std::string s = " ";
-            s += a;
-            s.resize(std::max<std::size_t>(s.size() + 1, 33), ' ');
-            s += b;
-            s.resize(std::max<std::size_t>(s.size() + 1, 55), ' ');
-            s += c;
-            return s + "\n";
-        };
-        std::string s = "Model: \"functional\"\n" + rule + "\n" + row("Layer (type)", "Output Shape", "Param #") + thick + "\n";
-        index_t total = 0, trainable = 0;
-        for (const auto& r : rows) {
-            s += row(r.name + " (" + r.class_name + ")", detail::keras_shape(r.output), std::to_string(r.params));
-            total += r.params;
-            trainable += r.trainable_params;
-        }
-        s += thick + "\nTotal params: " + std::to_string(total) + "\nTrainable params: " + std::to_string(trainable) +
-             "\nNon-trainable params: " + std::to_string(total - trainable) + "\n" + rule + "\n";
-        return s;
+        std::vector<detail::summary_entry> entries;
+        for (const auto& r : rows) entries.push_back({r.name, r.class_name, r.output, r.params, r.trainable_params});
+        return detail::summary_table("functional", 33, entries.data(), entries.size());
     }
     /// Prints summary_string() to stdout.
     void summary() const { std::fputs(summary_string().c_str(), stdout); }

@@ -15,8 +15,7 @@
 // sparse losses).
 #pragma once
 #include <array>
-#include <chrono>
-#include <ranges>
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,35 +39,15 @@ namespace typeflow::models {
 /// What fit() returns: every epoch's logs, by name (Keras' History.history).
 class history {
 public:
-    void append(const logs& l) {
-        for (auto& [k, v] : l.items()) {
-            auto* s = find(k);
-            if (!s) {
-                values_.emplace_back(k, std::vector<double>(static_cast<std::size_t>(epochs_), std::nan("")));
-                s = &values_.back().second;
-            }
-            s->push_back(v);
-        }
-        ++epochs_;
-        for (auto& [k, s] : values_)
-            if (s.size() < static_cast<std::size_t>(epochs_)) s.push_back(std::nan(""));
-    }
+    /// Adds an epoch's logs (a name new this epoch gets NaN for the epochs before).
+    TYPEFLOW_DECL void append(const logs& l);
     /// The values of `name`, one per epoch; a tf::error when none was logged.
-    const std::vector<double>& operator[](const std::string& name) const {
-        for (auto& [k, s] : values_)
-            if (k == name) return s;
-        throw typeflow::error("history: nothing was logged as '" + name + "'");
-    }
+    TYPEFLOW_DECL const std::vector<double>& operator[](const std::string& name) const;
     /// Epochs run.
     int epochs() const noexcept { return epochs_; }
     const std::vector<std::pair<std::string, std::vector<double>>>& values() const noexcept { return values_; }
 
 private:
-    std::vector<double>* find(const std::string& name) {
-        for (auto& [k, s] : values_)
-            if (k == name) return &s;
-        return nullptr;
-    }
     std::vector<std::pair<std::string, std::vector<double>>> values_;
     int epochs_ = 0;
 };
@@ -85,13 +64,35 @@ std::int64_t steps_of(const DS& ds) {
 struct running_means {
     std::vector<double> sum;
     double count = 0;
-    void add(const std::vector<double>& v, double n) {
-        if (sum.empty()) sum.assign(v.size(), 0.0);
-        for (std::size_t i = 0; i < v.size(); ++i) sum[i] += v[i] * n;
-        count += n;
-    }
-    double mean(std::size_t i) const { return count > 0 ? sum[i] / count : std::nan(""); }
+    TYPEFLOW_DECL void add(const std::vector<double>& v, double n);
+    TYPEFLOW_DECL double mean(std::size_t i) const;
 };
+
+/// What fit()'s loop (fit_loop, compiled once) asks of a compiled model and
+/// its data: one small class per dataset type.
+class fit_source {
+public:
+    /// Starts a pass over the training data.
+    virtual void begin_epoch() = 0;
+    /// Moves to the next batch; false when the pass is over (with a
+    /// strategy: over on every task).
+    virtual bool next() = 0;
+    /// Trains on that batch: its loss and metrics into `values`, the examples
+    /// it had (every task's, with a strategy) into `examples`.
+    virtual void step(std::vector<double>& values, double& examples) = 0;
+    /// The loss and metrics on the validation data into `l`; false without validation data.
+    virtual bool validate(logs& l) = 0;
+
+protected:
+    ~fit_source() = default;
+};
+/// A copy of every tensor of a saver, and putting it back (into the
+/// variables' own storage): EarlyStopping's restore_best_weights.
+TYPEFLOW_DECL std::shared_ptr<void> snapshot(const io::saver& s);
+TYPEFLOW_DECL void restore(const io::saver& s, const std::shared_ptr<void>& snapshot);
+/// fit()'s epochs and batches, with the progress bar and the callbacks.
+TYPEFLOW_DECL history fit_loop(model_handle& m, const std::vector<std::string>& names, std::int64_t steps,
+                               fit_options o, fit_source& src);
 }  // namespace detail
 
 /// One loss per output of a functional model, with weights (Keras'
@@ -333,20 +334,8 @@ public:
     std::string save_checkpoint(const std::string& dir, std::int64_t step, std::size_t keep = 5) override {
         return checkpoint_saver(keep).save(dir, step);
     }
-    std::shared_ptr<void> snapshot_weights() const override {
-        auto s = std::make_shared<std::vector<std::vector<std::byte>>>();
-        for (const auto& t : weights_saver().tensors()) {
-            const auto* b = static_cast<const std::byte*>(t.data);
-            s->emplace_back(b, b + t.shape.numel() * static_cast<index_t>(dtype_size(t.dtype)));
-        }
-        return s;
-    }
-    void restore_weights(const std::shared_ptr<void>& snapshot) override {
-        const auto& s = *static_cast<const std::vector<std::vector<std::byte>>*>(snapshot.get());
-        std::size_t i = 0;
-        for (const auto& t : weights_saver().tensors())  // views of the variables' own storage
-            std::copy(s[i].begin(), s[i].end(), static_cast<std::byte*>(const_cast<void*>(t.data))), ++i;
-    }
+    std::shared_ptr<void> snapshot_weights() const override { return detail::snapshot(weights_saver()); }
+    void restore_weights(const std::shared_ptr<void>& snapshot) override { detail::restore(weights_saver(), snapshot); }
     std::int64_t iterations() const override { return iterations_; }
 
 private:
@@ -505,63 +494,54 @@ private:
 
     template <class DS, class VDS>
     history fit_impl(DS& ds, VDS* validation, fit_options o) {
-        history h;
-        progress_bar bar(o.out, o.verbose, detail::steps_of(ds));
-        bar.set_epochs(o.epochs);
-        callback_list cbs;
-        cbs.push_back(std::shared_ptr<callback>(&bar, [](callback*) {}));
-        for (auto& c : o.callbacks) cbs.push_back(c);
-        for (auto& c : cbs) c->model = this;
-        stop_training = false;
-        logs l;
-        for (auto& c : cbs) c->on_train_begin(l);
-        for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
-            l.clear();
-            for (auto& c : cbs) c->on_epoch_begin(epoch, l);
-            detail::running_means r;
-            int batch = 0;
-            const auto one = [&](auto&& step) {
-                logs bl;
-                for (auto& c : cbs) c->on_train_batch_begin(batch, bl);
-                r.add(step(), last_examples_);  // every task's examples with a strategy
-                for (std::size_t i = 0; i < names_.size(); ++i) bl.set(names_[i], r.mean(i));
-                for (auto& c : cbs) c->on_train_batch_end(batch, bl);
-                ++batch;
-            };
-            if constexpr (detail::strategy_optimizer<Opt>) {
-                // every task steps until every task's data has run out: one
-                // whose data ran out first steps with no examples
-                auto it = std::ranges::begin(ds);
-                const auto end = std::ranges::end(ds);
-                for (;;) {
-                    const bool mine = it != end;
-                    if (!std::get<1>(g_).any_task(mine)) break;
-                    if (mine) {
-                        one([&] { return train_step(std::get<0>(*it), std::get<1>(*it)); });
-                        ++it;
-                    } else {
-                        one([&] { return train_step(empty_batch<input_placeholders>(), empty_batch<label_placeholders>()); });
+        using iterator = decltype(std::begin(ds));
+        using sentinel = decltype(std::end(ds));
+        struct source final : detail::fit_source {
+            compiled_model& m;
+            DS& ds;
+            VDS* validation;
+            std::optional<iterator> it;
+            std::optional<sentinel> end;
+            bool advance = false;  // the last step read *it: the next one moves on first
+            source(compiled_model& cm, DS& d, VDS* v) : m(cm), ds(d), validation(v) {}
+            void begin_epoch() override {
+                it.reset();
+                end.reset();
+                it.emplace(std::begin(ds));
+                end.emplace(std::end(ds));
+                advance = false;
+            }
+            bool mine = false;  // this task has a batch (with a strategy, a task whose data ran out steps with none)
+            bool next() override {
+                if (advance) ++*it;
+                mine = *it != *end;
+                advance = mine;
+                if constexpr (detail::strategy_optimizer<Opt>) return std::get<1>(m.g_).any_task(mine);
+                else return mine;
+            }
+            void step(std::vector<double>& values, double& examples) override {
+                if constexpr (detail::strategy_optimizer<Opt>) {
+                    if (!mine) {
+                        values = m.train_step(empty_batch<input_placeholders>(), empty_batch<label_placeholders>());
+                        examples = m.last_examples_;
+                        return;
                     }
-                    if (stop_training) break;
                 }
-            } else {
-                for (auto&& e : ds) {
-                    one([&] { return train_step(std::get<0>(e), std::get<1>(e)); });
-                    if (stop_training) break;
+                auto&& e = **it;
+                values = m.train_step(std::get<0>(e), std::get<1>(e));
+                examples = m.last_examples_;
+            }
+            bool validate(logs& l) override {
+                if constexpr (std::is_same_v<std::remove_const_t<VDS>, int>) {
+                    (void)l;
+                    return false;
+                } else {
+                    l = m.evaluate(*validation);
+                    return true;
                 }
             }
-            l.clear();
-            for (std::size_t i = 0; i < names_.size(); ++i) l.set(names_[i], r.mean(i));
-            if constexpr (!std::is_same_v<std::remove_const_t<VDS>, int>) {
-                const logs v = evaluate(*validation);
-                for (auto& [k, x] : v.items()) l.set("val_" + k, x);
-            }
-            for (auto& c : cbs) c->on_epoch_end(epoch, l);
-            h.append(l);
-        }
-        for (auto& c : cbs) c->on_train_end(l);
-        for (auto& c : cbs) c->model = nullptr;
-        return h;
+        } src(*this, ds, validation);
+        return detail::fit_loop(*this, names_, detail::steps_of(ds), std::move(o), src);
     }
 
     Model model_;
@@ -595,3 +575,7 @@ auto functional_model<inputs_t<P...>, Build>::compile(Loss l, Opt o, Metrics... 
 }
 
 }  // namespace typeflow::models
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/models/impl/model.ipp>
+#endif

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <utility>
 
+#include <typeflow/core/config.hpp>
 #include <typeflow/core/device.hpp>
 #include <typeflow/core/type_list.hpp>
 #include <typeflow/expr/leaves.hpp>
@@ -60,6 +61,10 @@ constexpr auto layer_name() {
         return layers::detail::auto_name<S::kind, k>();
     }
 }
+
+// The name of layer I of Specs, as a constant with static storage (its view outlives any call).
+template <std::size_t I, class... Specs>
+inline constexpr auto layer_name_v = layer_name<I, Specs...>();
 
 // A bound layer's output dtype: its output_type, or T.
 template <class B, class T>
@@ -122,14 +127,17 @@ struct as_tuple<meta::list<B...>> {
 };
 
 // "(None, 26, 26, 32)" as Keras prints output shapes.
-inline std::string keras_shape(const dims& d) {
-    std::string s = "(";
-    for (std::size_t i = 0; i < d.rank; ++i) {
-        if (i) s += ", ";
-        s += d.d[i] == dyn ? std::string("None") : std::to_string(d.d[i]);
-    }
-    return s + (d.rank == 1 ? ",)" : ")");
-}
+TYPEFLOW_DECL std::string keras_shape(const dims& d);
+/// One row of a summary: a layer's name, class, output extents and parameters.
+struct summary_entry {
+    std::string_view name, class_name;
+    dims output{};
+    index_t params = 0, trainable_params = 0;
+};
+/// The table Keras' model.summary() prints for a model named `model`, its
+/// first column `width` wide: the rows, then the totals.
+TYPEFLOW_DECL std::string summary_table(std::string_view model, std::size_t width, const summary_entry* rows,
+                                        std::size_t n);
 }  // namespace detail
 
 /// A stack of layers applied in order to one input (Keras' Sequential):
@@ -208,17 +216,7 @@ public:
     /// The table Keras' model.summary() prints: each layer's name, class,
     /// output shape and parameter count, and the totals.
     std::string summary_string() const {
-        std::string s = "Model: \"sequential\"\n";
-        const std::string rule(65, '_'), thick(65, '=');
-        s += rule + "\n";
-        s += row("Layer (type)", "Output Shape", "Param #") + thick + "\n";
-        summary_rows(s, std::make_index_sequence<layer_count>{});
-        s += thick + "\n";
-        s += "Total params: " + std::to_string(params) + "\n";
-        s += "Trainable params: " + std::to_string(trainable_params) + "\n";
-        s += "Non-trainable params: " + std::to_string(params - trainable_params) + "\n";
-        s += rule + "\n";
-        return s;
+        return detail::summary_table("sequential", 29, summary_rows.data(), summary_rows.size());
     }
     /// Prints summary_string() to stdout.
     void summary() const { std::fputs(summary_string().c_str(), stdout); }
@@ -229,25 +227,21 @@ private:
         if constexpr (I == layer_count) return x;
         else return apply<I + 1>(std::get<I>(layers_)(x, m), m);
     }
-    static std::string row(std::string_view a, std::string_view b, std::string_view c) {
-        std::string s = " ";
-        s += a;
-        s.resize(std::max<std::size_t>(s.size() + 1, 29), ' ');
-        s += b;
-        s.resize(std::max<std::size_t>(s.size() + 1, 55), ' ');
-        s += c;
-        return s + "\n";
-    }
     template <std::size_t... I>
-    void summary_rows(std::string& s, std::index_sequence<I...>) const {
-        ((s += row(std::string(detail::layer_name<I, Specs...>().view()) + " (" +
-                       std::string(meta::at_t<I, Specs...>::class_name) + ")",
-                   detail::keras_shape(std::tuple_element_t<I, layers_type>::output),
-                   std::to_string(std::tuple_element_t<I, layers_type>::params))),
-         ...);
+    static constexpr std::array<detail::summary_entry, layer_count> summary_entries(std::index_sequence<I...>) {
+        return {detail::summary_entry{detail::layer_name_v<I, Specs...>.view(), meta::at_t<I, Specs...>::class_name,
+                                      std::tuple_element_t<I, layers_type>::output,
+                                      std::tuple_element_t<I, layers_type>::params,
+                                      std::tuple_element_t<I, layers_type>::trainable_params}...};
     }
+    static constexpr std::array<detail::summary_entry, layer_count> summary_rows =
+        summary_entries(std::make_index_sequence<layer_count>{});
 
     layers_type layers_;
 };
 
 }  // namespace typeflow::models
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/models/impl/sequential.ipp>
+#endif

@@ -13,3 +13,5 @@
 
 // Each impl/*.ipp includes its own header.
 #include <typeflow/models/impl/callbacks.ipp>
+#include <typeflow/models/impl/model.ipp>
+#include <typeflow/models/impl/sequential.ipp>

@@ -474,6 +474,19 @@ template <class T>
 const void* leaf_linked(const void* obj) {
     return static_cast<const T*>(obj)->linked_node();
 }
+// The class whose functions a leaf's table entries call: a variable's
+// variable_base (one per dtype), any other leaf itself.
+template <class T>
+struct leaf_impl : meta::compile_time_only {
+    using type = T;
+};
+template <class T>
+    requires typeflow::detail::is_variable_v<T>
+struct leaf_impl<T> : meta::compile_time_only {
+    using type = typeflow::detail::variable_base<value_type_t<T>>;
+};
+template <class T>
+using leaf_impl_t = typename leaf_impl<T>::type;
 template <class T>
 const void* leaf_identity(const void* obj) {
     return static_cast<const T*>(obj)->identity();
@@ -820,10 +833,10 @@ struct leaf_desc {
             else return std::string_view{};
         }(),
         .feed_key = placeholder ? &feed_key<T> : nullptr,
-        .identity = &leaf_identity<T>,
+        .identity = &leaf_identity<leaf_impl_t<T>>,
         .data = [] {
             if constexpr (placeholder || erased) return nullptr;
-            else return &leaf_data<T>;
+            else return &leaf_data<leaf_impl_t<T>>;
         }(),
         .leaf_dims = [] {
             if constexpr (requires(const T& t) { t.runtime_dims(); }) return &leaf_runtime_dims<T>;
@@ -831,7 +844,7 @@ struct leaf_desc {
         }(),
         .memory = erased ? nullptr : memory_of<device_t<T>>,
         .mirror = [] {
-            if constexpr (typeflow::detail::is_variable_v<T>) return &variable_mirror<T>;
+            if constexpr (typeflow::detail::is_variable_v<T>) return &variable_mirror<leaf_impl_t<T>>;
             else return static_cast<void* (*)(const void*, const memory_space*, int)>(nullptr);
         }(),
         .expand = [] {

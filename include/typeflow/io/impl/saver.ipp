@@ -12,6 +12,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <thread>
 #include <type_traits>
 #include <unordered_set>
@@ -405,6 +406,35 @@ TYPEFLOW_DECL void saver::remove_stale_temporaries(const std::string& dir) const
         const long p = std::stol(pid);
         if (p != static_cast<long>(::getpid()) && ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH)
             std::filesystem::remove(de.path(), ec);
+    }
+}
+
+TYPEFLOW_DECL void saver::add_graph(const typeflow::detail::node_state* root) {
+    using typeflow::detail::child_slot;
+    using typeflow::detail::node_state;
+    using typeflow::detail::variable_base;
+    typeflow::detail::pointer_set seen;
+    std::vector<const node_state*> stack{root};  // depth first, children in order (a graph can be deeper than the call stack)
+    while (!stack.empty()) {
+        const node_state* s = stack.back();
+        stack.pop_back();
+        if (!seen.insert(s->identity())) continue;
+        for (std::size_t i = s->count; i-- > 0;) {
+            const child_slot& c = s->slots()[i];
+            if (c.destroy == &typeflow::detail::destroy_node_child) {
+                stack.push_back(static_cast<const typeflow::detail::node_handle*>(static_cast<const void*>(c.bytes))->get());
+                continue;
+            }
+            const auto variable = [&]<class T>(T*) {
+                if (c.destroy != &variable_base<T>::destroy_in_slot) return false;
+                const auto& v = *std::launder(reinterpret_cast<const variable_base<T>*>(c.bytes));
+                add_storage(v.state().name, v.state().shape, v.storage());
+                return true;
+            };
+            (void)(variable(static_cast<float*>(nullptr)) || variable(static_cast<double*>(nullptr)) ||
+                   variable(static_cast<std::int32_t*>(nullptr)) || variable(static_cast<std::int64_t*>(nullptr)) ||
+                   variable(static_cast<bool*>(nullptr)));
+        }
     }
 }
 

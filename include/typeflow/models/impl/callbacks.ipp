@@ -1,6 +1,7 @@
 // typeflow/models/impl/callbacks.ipp — the Keras callbacks' plain code (see models/callbacks.hpp):
 // inline in header-only builds, compiled once with TYPEFLOW_SEPARATE_COMPILATION (typeflow/models/src.hpp).
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -9,6 +10,40 @@
 #include <typeflow/models/callbacks.hpp>
 
 namespace typeflow::models {
+
+TYPEFLOW_DECL void logs::set(const std::string& name, double v) {
+    for (auto& [k, x] : items_)
+        if (k == name) {
+            x = v;
+            return;
+        }
+    items_.emplace_back(name, v);
+}
+TYPEFLOW_DECL const double* logs::find(const std::string& name) const {
+    for (auto& [k, x] : items_)
+        if (k == name) return &x;
+    return nullptr;
+}
+TYPEFLOW_DECL double logs::at(const std::string& name) const {
+    if (const double* v = find(name)) return *v;
+    throw typeflow::error("logs: no value named '" + name + "'");
+}
+
+TYPEFLOW_DECL std::shared_ptr<callback> tensorboard(std::string logdir) {
+    return std::make_shared<tensorboard_callback>(std::move(logdir));
+}
+TYPEFLOW_DECL std::shared_ptr<model_checkpoint_callback> model_checkpoint(std::string dir, model_checkpoint_options o) {
+    return std::make_shared<model_checkpoint_callback>(std::move(dir), std::move(o));
+}
+TYPEFLOW_DECL std::shared_ptr<callback> learning_rate_scheduler(std::function<double(int, double)> schedule) {
+    return std::make_shared<learning_rate_scheduler_callback>(std::move(schedule));
+}
+TYPEFLOW_DECL std::shared_ptr<early_stopping_callback> early_stopping(early_stopping_options o) {
+    return std::make_shared<early_stopping_callback>(std::move(o));
+}
+TYPEFLOW_DECL std::shared_ptr<callback> csv_logger(std::string path, bool append) {
+    return std::make_shared<csv_logger_callback>(std::move(path), append);
+}
 
 namespace detail {
 inline std::string progress_duration(double secs) {
@@ -42,8 +77,8 @@ TYPEFLOW_DECL progress_bar::progress_bar(std::FILE* out, int verbose, std::int64
 }
 
 TYPEFLOW_DECL void progress_bar::on_epoch_begin(int epoch, logs&) {
-    start_ = clock::now();
-    last_draw_ = {};
+    start_ = now();
+    last_draw_ = -1e300;
     seen_ = 0;
     if (verbose_ >= 1 && total_epochs_ > 0) std::fprintf(out_, "Epoch %d/%d\n", epoch + 1, total_epochs_);
     if (verbose_ >= 1) std::fflush(out_);
@@ -52,17 +87,17 @@ TYPEFLOW_DECL void progress_bar::on_epoch_begin(int epoch, logs&) {
 TYPEFLOW_DECL void progress_bar::on_train_batch_end(int batch, logs& l) {
     seen_ = batch + 1;
     if (verbose_ != 1) return;
-    const auto now = clock::now();
-    if (now - last_draw_ < std::chrono::milliseconds(50) && (steps_ <= 0 || seen_ < steps_)) return;
-    last_draw_ = now;
-    std::string s = "\r" + counter() + " " + bar() + " - ETA: " + eta(now) + detail::progress_metrics(l);
+    const double t = now();
+    if (t - last_draw_ < 0.05 && (steps_ <= 0 || seen_ < steps_)) return;
+    last_draw_ = t;
+    std::string s = "\r" + counter() + " " + bar() + " - ETA: " + eta(t) + detail::progress_metrics(l);
     std::fputs(s.c_str(), out_);
     std::fflush(out_);
 }
 
 TYPEFLOW_DECL void progress_bar::on_epoch_end(int, logs& l) {
     if (verbose_ == 0) return;
-    const double secs = std::chrono::duration<double>(clock::now() - start_).count();
+    const double secs = now() - start_;
     const double per_step = seen_ ? secs / static_cast<double>(seen_) : 0;
     std::string s = verbose_ == 1 ? "\r" + counter() + " " + bar(true) + " - " : counter() + " - ";
     s += detail::progress_duration(secs) + " " + detail::progress_step_time(per_step) + "/step" +
@@ -88,9 +123,13 @@ TYPEFLOW_DECL std::string progress_bar::bar(bool done) const {
     return "[" + b + "]";
 }
 
-TYPEFLOW_DECL std::string progress_bar::eta(clock::time_point now) const {
+TYPEFLOW_DECL double progress_bar::now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TYPEFLOW_DECL std::string progress_bar::eta(double now) const {
     if (steps_ <= 0 || seen_ == 0) return "?";
-    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double secs = now - start_;
     return detail::progress_duration(secs / static_cast<double>(seen_) * static_cast<double>(steps_ - seen_));
 }
 
