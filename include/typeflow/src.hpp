@@ -15,7 +15,11 @@
 #include <typeflow/backend/eigen/impl/kernels.ipp>
 #include <typeflow/core/impl/shape.ipp>
 #include <typeflow/data/impl/csv.ipp>
+#include <typeflow/data/impl/file.ipp>
+#include <typeflow/data/impl/idx.ipp>
 #include <typeflow/data/impl/instances.ipp>
+#include <typeflow/data/impl/mnist.ipp>
+#include <typeflow/data/impl/range.ipp>
 #include <typeflow/kernel/impl/region.ipp>
 #include <typeflow/runtime/impl/checks.ipp>
 #include <typeflow/runtime/impl/memory_plan.ipp>

@@ -84,10 +84,7 @@ public:
         element_type& operator*() const noexcept { return st_->current; }
         element_type* operator->() const noexcept { return &st_->current; }
         /// Moves to the next element (into the same storage when possible).
-        iterator& operator++() {
-            if (!st_->cursor->next(st_->current)) st_.reset();
-            return *this;
-        }
+        iterator& operator++();
         void operator++(int) { ++*this; }
         /// True at the end of the pass.
         friend bool operator==(const iterator& i, sentinel) noexcept { return !i.st_; }
@@ -99,13 +96,7 @@ public:
             std::unique_ptr<detail::cursor<element_type>> cursor;
             element_type current{};
         };
-        explicit iterator(const detail::stage_ptr<element_type>& s) {
-            if (!s) return;
-            st_ = std::make_unique<state>();
-            st_->stage = s;
-            st_->cursor = s->start();
-            ++*this;
-        }
+        explicit iterator(const detail::stage_ptr<element_type>& s);
         std::unique_ptr<state> st_;
     };
 
@@ -115,13 +106,13 @@ public:
     explicit dataset(detail::stage_ptr<element_type> s) : stage_(std::move(s)) {}
 
     /// Starts a new pass.
-    iterator begin() const { return iterator(stage_); }
+    iterator begin() const;
     sentinel end() const noexcept { return {}; }
 
     /// The number of elements of one pass; infinite_cardinality (-1) after
     /// repeat() of a non-empty dataset, unknown_cardinality (-2) where only
     /// iterating can tell (after filter).
-    index_t cardinality() const { return stage_ ? stage_->cardinality() : 0; }
+    index_t cardinality() const;
 
     /// f applied to each element. f takes the element (`const element_type&`,
     /// or by value) or its components (`(const tensor<float>& x, const
@@ -152,58 +143,46 @@ public:
     /// reshuffle_each_iteration, of how many passes the dataset has started:
     /// every epoch has a new order, the same from run to run.
     dataset shuffle(index_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
-                    bool reshuffle_each_iteration = true) const {
-        const std::uint64_t s = seed ? *seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-        return dataset(
-            std::make_shared<detail::shuffle_stage<element_type>>(checked(), buffer_size, s, reshuffle_each_iteration));
-    }
+                    bool reshuffle_each_iteration = true) const;
 
     /// Consecutive groups of n elements stacked into tensors with a leading
     /// axis of extent n (elements must have one shape). The last group may
     /// be smaller, unless drop_remainder drops it.
-    dataset batch(index_t n, bool drop_remainder = false) const {
-        return dataset(std::make_shared<detail::batch_stage<element_type>>(checked(), n, drop_remainder));
-    }
+    dataset batch(index_t n, bool drop_remainder = false) const;
 
     /// The passes of this dataset, count times one after the other; -1 (the
     /// default) repeats forever.
-    dataset repeat(index_t count = -1) const {
-        return dataset(std::make_shared<detail::repeat_stage<element_type>>(checked(), count));
-    }
+    dataset repeat(index_t count = -1) const;
 
     /// The first n elements (all of them when n is -1).
-    dataset take(index_t n) const { return dataset(std::make_shared<detail::take_stage<element_type>>(checked(), n)); }
+    dataset take(index_t n) const;
 
     /// The elements after the first n (none when n is -1).
-    dataset skip(index_t n) const { return dataset(std::make_shared<detail::skip_stage<element_type>>(checked(), n)); }
+    dataset skip(index_t n) const;
 
     /// Every num_shards-th element starting at index: the part of the data
     /// of worker `index` among num_shards.
-    dataset shard(index_t num_shards, index_t index) const {
-        return dataset(std::make_shared<detail::shard_stage<element_type>>(checked(), num_shards, index));
-    }
+    dataset shard(index_t num_shards, index_t index) const;
 
     /// Keeps the first complete pass in memory; later passes read it and
     /// skip everything before cache() (so a map before it runs once per
     /// element, not once per epoch).
-    dataset cache() const { return dataset(std::make_shared<detail::cache_stage<element_type>>(checked())); }
+    dataset cache() const;
 
     /// Produces up to n elements ahead on a background thread, so that the
     /// work before prefetch overlaps the consumer's. An exception thrown
     /// there reaches the consumer after the elements produced before it.
-    dataset prefetch(index_t n) const {
-        return dataset(std::make_shared<detail::prefetch_stage<element_type>>(checked(), n));
-    }
+    dataset prefetch(index_t n) const;
+
+    /// The dataset of from_tensors(t...) (data/from_tensors.hpp, which defines it).
+    static dataset from_slices(const tensor<T>&... t);
 
     /// The stage under this dataset (null for an empty one).
     const detail::stage_ptr<element_type>& stage() const noexcept { return stage_; }
 
 private:
     // An empty dataset transforms as a source of no elements.
-    detail::stage_ptr<element_type> checked() const {
-        if (stage_) return stage_;
-        return std::make_shared<empty_stage>();
-    }
+    detail::stage_ptr<element_type> checked() const;
     struct empty_stage final : detail::stage<element_type> {
         struct none final : detail::cursor<element_type> {
             bool next(element_type&) override { return false; }
@@ -214,5 +193,69 @@ private:
 
     detail::stage_ptr<element_type> stage_;
 };
+
+// The members' definitions, out of the class: not inline, so that the
+// element types data/instances.hpp declares compile once (typeflow/src.hpp),
+// with their stages, under TYPEFLOW_SEPARATE_COMPILATION.
+template <value_type_c... T>
+typename dataset<T...>::iterator& dataset<T...>::iterator::operator++() {
+    if (!st_->cursor->next(st_->current)) st_.reset();
+    return *this;
+}
+template <value_type_c... T>
+dataset<T...>::iterator::iterator(const detail::stage_ptr<element_type>& s) {
+    if (!s) return;
+    st_ = std::make_unique<state>();
+    st_->stage = s;
+    st_->cursor = s->start();
+    ++*this;
+}
+template <value_type_c... T>
+typename dataset<T...>::iterator dataset<T...>::begin() const {
+    return iterator(stage_);
+}
+template <value_type_c... T>
+index_t dataset<T...>::cardinality() const {
+    return stage_ ? stage_->cardinality() : 0;
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::shuffle(index_t buffer_size, std::optional<std::uint64_t> seed,
+                                     bool reshuffle_each_iteration) const {
+    const std::uint64_t s = seed ? *seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    return dataset(std::make_shared<detail::shuffle_stage<element_type>>(checked(), buffer_size, s, reshuffle_each_iteration));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::batch(index_t n, bool drop_remainder) const {
+    return dataset(std::make_shared<detail::batch_stage<element_type>>(checked(), n, drop_remainder));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::repeat(index_t count) const {
+    return dataset(std::make_shared<detail::repeat_stage<element_type>>(checked(), count));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::take(index_t n) const {
+    return dataset(std::make_shared<detail::take_stage<element_type>>(checked(), n));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::skip(index_t n) const {
+    return dataset(std::make_shared<detail::skip_stage<element_type>>(checked(), n));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::shard(index_t num_shards, index_t index) const {
+    return dataset(std::make_shared<detail::shard_stage<element_type>>(checked(), num_shards, index));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::cache() const {
+    return dataset(std::make_shared<detail::cache_stage<element_type>>(checked()));
+}
+template <value_type_c... T>
+dataset<T...> dataset<T...>::prefetch(index_t n) const {
+    return dataset(std::make_shared<detail::prefetch_stage<element_type>>(checked(), n));
+}
+template <value_type_c... T>
+detail::stage_ptr<typename dataset<T...>::element_type> dataset<T...>::checked() const {
+    if (stage_) return stage_;
+    return std::make_shared<empty_stage>();
+}
 
 }  // namespace typeflow::data

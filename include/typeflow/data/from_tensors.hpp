@@ -119,7 +119,12 @@ private:
 template <value_type_c... T>
 auto from_tensors(const tensor<T>&... t) {  // (auto: the assertion below fires before dataset<>'s own)
     static_assert(sizeof...(T) > 0, "typeflow: data::from_tensors: give at least one tensor");
-    return dataset<T...>(std::make_shared<detail::slices_stage<T...>>(t...));
+    return dataset<T...>::from_slices(t...);
+}
+
+template <value_type_c... T>
+dataset<T...> dataset<T...>::from_slices(const tensor<T>&... t) {
+    return dataset(std::make_shared<detail::slices_stage<T...>>(t...));
 }
 
 /// The name TensorFlow uses for from_tensors.

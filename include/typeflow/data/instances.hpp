@@ -1,8 +1,9 @@
 // typeflow/data/instances.hpp — the input pipelines' common element types
 // (float features with int32 labels, float with float, float alone), whose
-// stages, datasets and MNIST loader TYPEFLOW_SEPARATE_COMPILATION compiles
-// once, in typeflow/src.hpp (data/impl/instances.ipp). Other element types
-// compile where they are used, as in a header-only build.
+// datasets (and with them their stages, which only the datasets' members
+// name) and MNIST loader TYPEFLOW_SEPARATE_COMPILATION compiles once, in
+// typeflow/src.hpp (data/impl/instances.ipp). Other element types compile
+// where they are used, as in a header-only build.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,17 +21,7 @@
 
 // KW is `extern template` (declarations) or `template` (definitions); the
 // element's components are the remaining arguments.
-#define TYPEFLOW_DATA_STAGE_INSTANCES(KW, ...)                                                                 \
-    KW class typeflow::data::detail::slices_stage<__VA_ARGS__>;                                                \
-    KW class typeflow::data::detail::cache_stage<typeflow::data::element<__VA_ARGS__>>;                        \
-    KW class typeflow::data::detail::shuffle_stage<typeflow::data::element<__VA_ARGS__>>;                      \
-    KW class typeflow::data::detail::batch_stage<typeflow::data::element<__VA_ARGS__>>;                        \
-    KW class typeflow::data::detail::prefetch_stage<typeflow::data::element<__VA_ARGS__>>;                     \
-    KW class typeflow::data::detail::repeat_stage<typeflow::data::element<__VA_ARGS__>>;                       \
-    KW class typeflow::data::detail::take_stage<typeflow::data::element<__VA_ARGS__>>;                         \
-    KW class typeflow::data::detail::skip_stage<typeflow::data::element<__VA_ARGS__>>;                         \
-    KW class typeflow::data::detail::shard_stage<typeflow::data::element<__VA_ARGS__>>;                        \
-    KW class typeflow::data::dataset<__VA_ARGS__>;
+#define TYPEFLOW_DATA_STAGE_INSTANCES(KW, ...) KW class typeflow::data::dataset<__VA_ARGS__>;
 #define TYPEFLOW_DATA_INSTANCES(KW)                                                                            \
     TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, std::int32_t)                                                     \
     TYPEFLOW_DATA_STAGE_INSTANCES(KW, float, float)                                                            \

@@ -6,7 +6,6 @@
 #include <string>
 #include <type_traits>
 
-#include <sys/stat.h>
 
 #include <typeflow/core/message.hpp>
 #include <typeflow/core/tensor.hpp>
@@ -49,17 +48,10 @@ struct mnist_data {
 };
 
 namespace detail {
-inline bool file_exists(const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+/// True when p is a regular file.
+TYPEFLOW_DECL bool file_exists(const std::string& p);
 /// dir/name, or dir/name.gz when only that exists; empty when neither does.
-inline std::string find_idx(const std::string& dir, const char* name) {
-    const std::string p = dir + "/" + name;
-    if (file_exists(p)) return p;
-    if (file_exists(p + ".gz")) return p + ".gz";
-    return {};
-}
+TYPEFLOW_DECL std::string find_idx(const std::string& dir, const char* name);
 inline constexpr const char* mnist_files[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                                "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 }  // namespace detail
@@ -102,13 +94,7 @@ mnist_split<T> load_mnist_split(const std::string& images_path, const std::strin
 
 /// True when dir holds the four MNIST-format files (each plain or .gz) and
 /// this build can read them (a .gz file needs gzip_supported).
-inline bool mnist_available(const std::string& dir) {
-    for (const char* name : detail::mnist_files) {
-        const std::string p = detail::find_idx(dir, name);
-        if (p.empty() || (detail::has_gz_suffix(p) && !gzip_supported)) return false;
-    }
-    return true;
-}
+TYPEFLOW_DECL bool mnist_available(const std::string& dir);
 
 /// Loads the train and test splits of a folder in the MNIST layout
 /// (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
@@ -135,6 +121,10 @@ mnist_data<T> load_fashion_mnist(const mnist_options& o = {}, const std::string&
 }
 
 /// True when load_fashion_mnist(dir) can read the files.
-inline bool fashion_mnist_available(const std::string& dir = fashion_mnist_dir) { return mnist_available(dir); }
+TYPEFLOW_DECL bool fashion_mnist_available(const std::string& dir = fashion_mnist_dir);
 
 }  // namespace typeflow::data
+
+#if !defined(TYPEFLOW_SEPARATE_COMPILATION)
+#include <typeflow/data/impl/mnist.ipp>
+#endif

@@ -7,6 +7,7 @@
 //   tf::losses::binary_crossentropy<>, tf::losses::mean_squared_error      labels of the output's shape
 //   tf::metrics::accuracy                                                  as the loss implies (Keras' "accuracy")
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -116,6 +117,21 @@ namespace typeflow::metrics {
 /// arg-max of the one-hot label (categorical), or the output rounded at 0.5
 /// (0 for logits) equals the target (binary). Outputs with a regression
 /// loss get none.
+namespace detail {
+// The position of the largest of p[0], ..., p[len - 1]: the first NaN, else the
+// first of equal largest values (argmax's rule).
+template <class T>
+index_t argmax_of(const T* p, index_t len) noexcept {
+    index_t best = 0;
+    for (index_t l = 1; l < len; ++l) {
+        const T v = p[l], bv = p[best];
+        if (bv != bv) continue;
+        if (v != v || v > bv) best = l;
+    }
+    return best;
+}
+}  // namespace detail
+
 struct accuracy {
     static constexpr std::string_view name = "accuracy";
     /// Accuracy is logged for the outputs trained with a classification loss.
@@ -133,6 +149,31 @@ struct accuracy {
         } else {
             return cast<T>(equal(argmax<-1>(out), argmax<-1>(labels)));
         }
+    }
+    /// The mean of per_example over a batch, from the output's and the
+    /// labels' values (what a compiled model computes after its step, from
+    /// the outputs it fetches: the same value, with no graph of its own);
+    /// NaN for a batch of no examples, as the graph's mean.
+    template <class Loss, class T, class L>
+    static double batch_mean(const tensor<T>& out, const tensor<L>& labels) {
+        const index_t n = out.size();
+        const index_t len = out.rank() ? out.dims()[out.rank() - 1] : 1;
+        if (n == 0 || len == 0) return std::nan("");
+        const T* o = out.data();
+        const L* y = labels.data();
+        index_t right = 0, count = 0;
+        if constexpr (Loss::binary) {
+            const T threshold = Loss::from_logits ? T(0) : T(0.5);
+            for (index_t i = 0; i < n; ++i) right += (o[i] > threshold) == (y[i] > L(0.5));
+            count = n;
+        } else {
+            for (index_t r = 0; r * len < n; ++r, ++count) {
+                const index_t k = detail::argmax_of(o + r * len, len);
+                if constexpr (Loss::sparse) right += static_cast<index_t>(static_cast<std::int32_t>(k) == y[r]);
+                else right += static_cast<index_t>(k == detail::argmax_of(y + r * len, len));
+            }
+        }
+        return static_cast<double>(right) / static_cast<double>(count);
     }
 };
 

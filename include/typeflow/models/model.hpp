@@ -141,6 +141,22 @@ const auto& item(const X& x) {
     if constexpr (tuple_like<X>) return std::get<I>(x);
     else return x;
 }
+/// A compiled model's graphs: the training loss, its step, its per-output
+/// losses, metrics (graph nodes only with a strategy) and outputs, and the
+/// same in inference mode.
+template <class Total, class Step, class Parts, class Metrics, class EvalOutputs, class EvalTotal, class EvalParts,
+          class EvalMetrics, class Outputs>
+struct graph_set {
+    Total total;
+    Step step;
+    Parts parts;
+    Metrics metrics;
+    EvalOutputs eval_outputs;
+    EvalTotal eval_total;
+    EvalParts eval_parts;
+    EvalMetrics eval_metrics;
+    Outputs outputs;
+};
 /// An optimizer that trains through a distribution strategy
 /// (dist::mirrored(comm, optimizer)): its step is run with the session, not
 /// fetched, and reports the loss and metrics over every task's examples.
@@ -195,6 +211,10 @@ private:
     };
     static constexpr auto outs = std::make_index_sequence<output_count>{};
     static constexpr auto ins = std::make_index_sequence<input_count>{};
+    // The metrics are graph nodes only where a distribution strategy reduces
+    // them over the tasks; otherwise they come from the fetched outputs
+    // (metrics' batch_mean), which costs no graph, plan or kernel of their own.
+    static constexpr bool graph_metrics = detail::strategy_optimizer<Opt>;
 
 public:
     /// The label placeholders: "labels" for a model of one output, else
@@ -230,10 +250,10 @@ public:
     const input_placeholders& inputs() const noexcept { return model_.input_placeholders(); }
     const label_placeholders& labels() const noexcept { return y_; }
     /// The training graph's total loss, its update op, and the inference outputs (a tuple).
-    const auto& loss() const noexcept { return std::get<0>(g_); }
+    const auto& loss() const noexcept { return g_.total; }
     /// (With a strategy's optimizer, the strategy's step.)
-    const auto& train_op() const noexcept { return std::get<1>(g_); }
-    const auto& outputs() const noexcept { return std::get<4>(g_); }
+    const auto& train_op() const noexcept { return g_.step; }
+    const auto& outputs() const noexcept { return g_.eval_outputs; }
     /// The names of the values train_on_batch, evaluate and fit log, in order:
     /// "loss", per-output losses ("<output>_loss") when there are several
     /// outputs, then each output's metrics ("accuracy", or "<output>_accuracy").
@@ -280,7 +300,7 @@ public:
         for (auto&& e : ds) r.add(test_step(std::get<0>(e), std::get<1>(e)), batch_of(std::get<0>(e)));
         if constexpr (detail::strategy_optimizer<Opt>) {  // the count rides with the sums
             r.sum.push_back(r.count);
-            std::get<1>(g_).sum_over_tasks(r.sum);
+            g_.step.sum_over_tasks(r.sum);
             r.count = r.sum.back();
             r.sum.pop_back();
         }
@@ -360,11 +380,13 @@ private:
             if constexpr (output_count == 1) return std::get<0>(parts);
             else return (... + (scalar<value_type, device>(static_cast<value_type>(w[K])) * std::get<K>(parts)));
         }();
-        return std::make_tuple(total, parts, std::tuple_cat(metrics_of<K>(o, y)...));
+        if constexpr (graph_metrics) return std::make_tuple(total, parts, std::tuple_cat(metrics_of<K>(o, y)...));
+        else return std::make_tuple(total, parts, std::tuple<>());
     }
     static auto build(const Model& m, const label_placeholders& y, const learning_rate_variable& lr, const Opt& o,
                       const std::array<double, output_count>& w) {
-        auto train = parts_and_metrics(m.outputs(training), y, w, outs);
+        auto train_outs = m.outputs(training);
+        auto train = parts_and_metrics(train_outs, y, w, outs);
         auto step = [&] {
             if constexpr (detail::strategy_optimizer<Opt>) {
                 auto parts = [&] {
@@ -378,8 +400,13 @@ private:
         }();
         auto eval_outs = m.outputs(inference);
         auto eval = parts_and_metrics(eval_outs, y, w, outs);
-        return std::make_tuple(std::get<0>(train), std::move(step), std::get<1>(train), std::get<2>(train), eval_outs,
-                               std::get<0>(eval), std::get<1>(eval), std::get<2>(eval));
+        using train_t = decltype(train);
+        using eval_t = decltype(eval);
+        return detail::graph_set<std::tuple_element_t<0, train_t>, decltype(step), std::tuple_element_t<1, train_t>,
+                                 std::tuple_element_t<2, train_t>, decltype(eval_outs), std::tuple_element_t<0, eval_t>,
+                                 std::tuple_element_t<1, eval_t>, std::tuple_element_t<2, eval_t>, decltype(train_outs)>{
+            std::get<0>(train), std::move(step),    std::get<1>(train), std::get<2>(train), eval_outs,
+            std::get<0>(eval),  std::get<1>(eval), std::get<2>(eval),  train_outs};
     }
     using graphs = decltype(build(std::declval<const Model&>(), std::declval<const label_placeholders&>(),
                                   std::declval<const learning_rate_variable&>(), std::declval<const Opt&>(),
@@ -399,15 +426,13 @@ private:
     static double batch_of(const X& x) {
         return static_cast<double>(detail::item<0>(x).dims()[0]);
     }
-    // The values fetched as a fetch list: total, [parts], metrics..., [extra...].
-    template <class Total, class Parts, class Mets, class... Extra>
-    static auto fetch_values(const Total& total, const Parts& parts, const Mets& mets, const Extra&... extra) {
-        auto p = [&] {
-            if constexpr (output_count == 1) return std::tuple<>();
-            else return parts;
-        }();
-        return std::apply([](const auto&... f) { return fetch(f...); },
-                          std::tuple_cat(std::tie(total), p, mets, std::tie(extra...)));
+    // The values fetched as a fetch list: total, [parts], items of `more`..., [extra...].
+    template <class Total, class Parts, class More, class... Extra>
+    static auto fetch_values(const Total& total, const Parts& parts, const More& more, const Extra&... extra) {
+        return [&]<std::size_t... P, std::size_t... M>(std::index_sequence<P...>, std::index_sequence<M...>) {
+            return fetch(total, std::get<P>(parts)..., std::get<M>(more)..., extra...);
+        }(std::make_index_sequence<output_count == 1 ? 0 : output_count>{},
+          std::make_index_sequence<std::tuple_size_v<More>>{});
     }
     template <class X, class F>
     auto run_with_inputs(const X& x, const F& f) {
@@ -431,10 +456,28 @@ private:
     static std::vector<double> values(const R& r, std::index_sequence<I...>) {
         return {static_cast<double>(std::get<I>(r).item())...};
     }
+    // The losses of a run that fetched (total, [parts], outputs..., [step]),
+    // then each output's metrics, computed from its fetched values.
+    template <class R, class Y>
+    static std::vector<double> with_metrics(const R& r, const Y& y) {
+        constexpr std::size_t losses_fetched = output_count > 1 ? output_count + 1 : 1;
+        std::vector<double> v = values(r, std::make_index_sequence<losses_fetched>{});
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            const auto add = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+                const auto one = [&]<class Mt>(Mt*) {
+                    if constexpr (Mt::template applies_to<loss_t<k>>)
+                        v.push_back(Mt::template batch_mean<loss_t<k>>(std::get<losses_fetched + k>(r), detail::item<k>(y)));
+                };
+                (one(static_cast<Metrics*>(nullptr)), ...);
+            };
+            (add(std::integral_constant<std::size_t, K>{}), ...);
+        }(outs);
+        return v;
+    }
     template <class X, class Y>
     std::vector<double> train_step(const X& x, const Y& y) {
         if constexpr (detail::strategy_optimizer<Opt>) {
-            auto& step = std::get<1>(g_);
+            auto& step = g_.step;
             if (!synced_) step.broadcast_variables(), synced_ = true;  // the chief's weights everywhere
             const double l = with_feeds(x, y, [&](const auto&... fd) { return static_cast<double>(step.run(*session_, fd...)); });
             ++iterations_;
@@ -443,10 +486,10 @@ private:
             v.insert(v.end(), step.metrics().begin(), step.metrics().end());
             return v;
         } else {
-            auto r = run_with(x, y, fetch_values(std::get<0>(g_), std::get<2>(g_), std::get<3>(g_), std::get<1>(g_)));
+            auto r = run_with(x, y, fetch_values(g_.total, g_.parts, g_.outputs, g_.step));
             ++iterations_;
             last_examples_ = batch_of(x);
-            return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)> - 1>{});
+            return with_metrics(r, y);
         }
     }
     // a batch of no examples for every input and label (a task whose data ran out)
@@ -465,8 +508,13 @@ private:
     }
     template <class X, class Y>
     std::vector<double> test_step(const X& x, const Y& y) {
-        auto r = run_with(x, y, fetch_values(std::get<5>(g_), std::get<6>(g_), std::get<7>(g_)));
-        return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+        if constexpr (graph_metrics) {
+            auto r = run_with(x, y, fetch_values(g_.eval_total, g_.eval_parts, g_.eval_metrics));
+            return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
+        } else {
+            auto r = run_with(x, y, fetch_values(g_.eval_total, g_.eval_parts, g_.eval_outputs));
+            return with_metrics(r, y);
+        }
     }
     void name_values(logs& l, const std::vector<double>& v, const std::string& prefix) const {
         for (std::size_t i = 0; i < v.size(); ++i) l.set(prefix + names_[i], v[i]);
@@ -516,7 +564,7 @@ private:
                 if (advance) ++*it;
                 mine = *it != *end;
                 advance = mine;
-                if constexpr (detail::strategy_optimizer<Opt>) return std::get<1>(m.g_).any_task(mine);
+                if constexpr (detail::strategy_optimizer<Opt>) return m.g_.step.any_task(mine);
                 else return mine;
             }
             void step(std::vector<double>& values, double& examples) override {
