@@ -451,3 +451,49 @@ TEST_CASE("models: a batch of the wrong shape is a tf::error naming the input, a
     CHECK(iotest::same_bits(before, model.model().layer<2>().kernel.value()));
     CHECK(model.iterations() == 0);  // no step ran
 }
+
+TEST_CASE("models: accuracy from fetched outputs equals the graph's accuracy and a naive count", "[models][metrics]") {
+    using acc = tf::metrics::accuracy;
+    const float nan = std::nanf("");
+    tf::session s;
+    SECTION("sparse labels: ties go to the first index, a NaN wins, an empty batch is NaN") {
+        // rows: argmax 2; a tie of 0 and 1 (first: 0); a NaN at 1 (it wins); all equal (0); argmax 1
+        const tf::tensor<float> out(tf::dims{5, 3}, {0.1f, 0.2f, 0.9f, 0.7f, 0.7f, 0.1f, 0.3f, nan, 0.5f,
+                                                     0.4f, 0.4f, 0.4f, -1.f, 2.f, -3.f});
+        const tf::tensor<std::int32_t> y(tf::dims{5}, {2, 1, 1, 0, 0});  // right, wrong, right, right, wrong
+        tf::placeholder<"o", float, tf::shape<tf::dyn, 3>> o;
+        tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>> yp;
+        const auto graph = tf::mean(acc::per_example<ce>(o, yp));
+        auto [g] = s.run(tf::fetch(graph), tf::feed(o, out), tf::feed(yp, y));
+        CHECK(acc::batch_mean<ce>(out, y) == 0.6);
+        CHECK(acc::batch_mean<ce>(out, y) == Approx(g.item()));
+        CHECK(std::isnan(acc::batch_mean<ce>(tf::tensor<float>(tf::dims{0, 3}), tf::tensor<std::int32_t>(tf::dims{0}))));
+    }
+    SECTION("one-hot labels: the arg-max of the labels") {
+        using cat = tf::losses::categorical_crossentropy<tf::losses::from_logits>;
+        const tf::tensor<double> out(tf::dims{3, 2}, {1, 2, 5, -5, 3, 3});
+        const tf::tensor<double> y(tf::dims{3, 2}, {0, 1, 0, 1, 1, 0});  // right, wrong, right (tie: 0)
+        tf::placeholder<"o", double, tf::shape<tf::dyn, 2>> o;
+        tf::placeholder<"y", double, tf::shape<tf::dyn, 2>> yp;
+        const auto graph = tf::mean(acc::per_example<cat>(o, yp));
+        auto [g] = s.run(tf::fetch(graph), tf::feed(o, out), tf::feed(yp, y));
+        CHECK(acc::batch_mean<cat>(out, y) == Approx(2.0 / 3.0));
+        CHECK(acc::batch_mean<cat>(out, y) == Approx(g.item()));
+    }
+    SECTION("binary targets: the output against 0 for logits, 0.5 for probabilities") {
+        using bin_logits = tf::losses::binary_crossentropy<tf::losses::from_logits>;
+        using bin = tf::losses::binary_crossentropy<>;
+        const tf::tensor<float> out(tf::dims{2, 3}, {-0.2f, 0.3f, 0.6f, 0.4f, 0.0f, 2.f});
+        const tf::tensor<float> y(tf::dims{2, 3}, {0, 1, 1, 1, 0, 1});
+        // logits: > 0 is {0,1,1,1,0,1}: all 6 right; probabilities: > 0.5 is {0,0,1,0,0,1}: 4 right
+        tf::placeholder<"o", float, tf::shape<tf::dyn, 3>> o;
+        tf::placeholder<"y", float, tf::shape<tf::dyn, 3>> yp;
+        const auto g1 = tf::mean(acc::per_example<bin_logits>(o, yp));
+        const auto g2 = tf::mean(acc::per_example<bin>(o, yp));
+        auto [a1, a2] = s.run(tf::fetch(g1, g2), tf::feed(o, out), tf::feed(yp, y));
+        CHECK(acc::batch_mean<bin_logits>(out, y) == 1.0);
+        CHECK(acc::batch_mean<bin>(out, y) == Approx(4.0 / 6.0));
+        CHECK(acc::batch_mean<bin_logits>(out, y) == Approx(a1.item()));
+        CHECK(acc::batch_mean<bin>(out, y) == Approx(a2.item()));
+    }
+}
