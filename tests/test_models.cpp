@@ -497,3 +497,14 @@ TEST_CASE("models: accuracy from fetched outputs equals the graph's accuracy and
         CHECK(acc::batch_mean<bin>(out, y) == Approx(a2.item()));
     }
 }
+
+TEST_CASE("models: bad input to accuracy and to a variable's load is a tf::error, and nothing changes", "[models][metrics]") {
+    const tf::tensor<float> out(tf::dims{2, 3}, {0.1f, 0.9f, 0.f, 1.f, 0.f, 0.f});
+    const tf::tensor<std::int32_t> three(tf::dims{3}, {1, 0, 0});
+    CHECK_THROWS_WITH(tf::metrics::accuracy::batch_mean<ce>(out, three),
+                      Catch::Contains("labels of shape [3]") && Catch::Contains("outputs of shape [2,3]"));
+    tf::variable<"w_load", float, tf::shape<2, 2>> w{tf::init::constant{1.f}};
+    const tf::tensor<float> wrong(tf::dims{4}, {5.f, 6.f, 7.f, 8.f});
+    CHECK_THROWS_WITH(w.load(wrong), Catch::Contains("variable 'w_load'") && Catch::Contains("[4]") && Catch::Contains("into shape [2,2]"));
+    for (long i = 0; i < 4; ++i) CHECK(w.value()[i] == 1.f);
+}

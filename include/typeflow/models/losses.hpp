@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include <typeflow/core/message.hpp>
 #include <typeflow/core/shape.hpp>
 #include <typeflow/expr/leaves.hpp>
 #include <typeflow/expr/ops/arithmetic.hpp>
@@ -159,6 +160,11 @@ struct accuracy {
         const index_t n = out.size();
         const index_t len = out.rank() ? out.dims()[out.rank() - 1] : 1;
         if (n == 0 || len == 0) return std::nan("");
+        const index_t want = Loss::sparse ? n / len : n;  // a label per row, or one per output value
+        if (labels.size() != want)
+            typeflow::detail::raise(typeflow::detail::message()
+                                    << "metrics::accuracy: labels of shape " << labels.dims() << " for outputs of shape "
+                                    << out.dims() << " (" << static_cast<long long>(want) << " labels expected)");
         const T* o = out.data();
         const L* y = labels.data();
         index_t right = 0, count = 0;
