@@ -179,6 +179,54 @@ TEST_CASE("models: predict over a dataset stacks the batches, evaluate weights b
     CHECK(model.evaluate(test).at("loss") == Approx(loss / 360).epsilon(1e-6));
 }
 
+namespace {
+// The mean sparse cross-entropy (from logits) and accuracy of logits z
+// [n, 10] against labels y, in double, as plain loops.
+std::pair<double, double> naive_loss_accuracy(const tf::tensor<float>& z, const tf::tensor<std::int32_t>& y) {
+    const long n = z.dims()[0], c = z.dims()[1];
+    double loss = 0, hits = 0;
+    for (long i = 0; i < n; ++i) {
+        double mx = z[i * c];
+        long arg = 0;
+        for (long j = 1; j < c; ++j)
+            if (z[i * c + j] > mx) mx = z[i * c + j], arg = j;
+        double se = 0;
+        for (long j = 0; j < c; ++j) se += std::exp(double(z[i * c + j]) - mx);
+        loss += std::log(se) + mx - double(z[i * c + y[i]]);
+        hits += arg == y[i];
+    }
+    return {loss / double(n), hits / double(n)};
+}
+}  // namespace
+
+TEST_CASE("models: test_on_batch and evaluate give the outputs' loss and accuracy and change no weight") {
+    const auto data = digits(true, 50);
+    const auto& [x, y] = data[0];
+    // a model without dropout or batch normalisation: evaluated with its training step's plan
+    auto model = digits_cnn{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.01}, tf::metrics::accuracy{});
+    for (int round = 0; round < 3; ++round) {
+        const tf::tensor<float> k = model.model().layer<0>().kernel.value().clone();
+        const auto [loss, acc] = naive_loss_accuracy(model.predict(x), y);
+        const auto l = model.test_on_batch(x, y);
+        CHECK(l.at("loss") == Approx(loss).epsilon(1e-5));
+        CHECK(l.at("accuracy") == Approx(acc).epsilon(1e-12));
+        const auto e = model.evaluate(std::vector<batch>{{x, y}});
+        CHECK(e.at("loss") == Approx(loss).epsilon(1e-5));
+        CHECK(iotest::same_bits(k, model.model().layer<0>().kernel.value()));  // no update
+        CHECK(model.iterations() == round);
+        model.train_on_batch(x, y);  // the weights move
+        CHECK(!iotest::same_bits(k, model.model().layer<0>().kernel.value()));
+    }
+    // with dropout: evaluated in inference mode (no units dropped), the same loss every time
+    using with_dropout = tf::models::sequential<L::input<float, 8, 8, 1>, L::flatten, L::dense<32, L::relu>,
+                                                L::dropout<0.5>, L::dense<10>>;
+    auto d = with_dropout{}.compile(ce{}, tf::optimizers::sgd{}, tf::metrics::accuracy{});
+    const auto [dl, da] = naive_loss_accuracy(d.predict(x), y);
+    CHECK(d.test_on_batch(x, y).at("loss") == Approx(dl).epsilon(1e-5));
+    CHECK(d.test_on_batch(x, y).at("loss") == Approx(dl).epsilon(1e-5));
+    CHECK(d.test_on_batch(x, y).at("accuracy") == Approx(da).epsilon(1e-12));
+}
+
 TEST_CASE("models: callbacks see every hook in order, schedulers, early stopping, checkpoints and logs work") {
     const auto train = digits(false, 32, 10), val = digits(true, 80, 2);
     auto model = digits_cnn{}.compile(ce{}, tf::optimizers::adam{.learning_rate = 0.005}, tf::metrics::accuracy{});

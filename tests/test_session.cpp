@@ -4,6 +4,8 @@
 
 #include <typeflow/typeflow.hpp>
 
+#include <vector>
+
 namespace tf = typeflow;
 
 TEST_CASE("a node reachable twice is computed once per run", "[session][cse]") {
@@ -379,4 +381,57 @@ TEST_CASE("run_streaming reports each fetch once, as soon as its value is final"
         CHECK(l2(0, 0) == lv(0, 0));
         CHECK(m3(1, 1) == 15.f);
     }
+}
+
+TEST_CASE("run_first computes what the first fetches need with the plan of them all, and applies no other update",
+          "[session][partial]") {
+    tf::placeholder<"x", double, tf::shape<tf::dyn, 3>> x;
+    tf::variable<"w", double, tf::shape<3>> w{tf::init::ones{}};
+    auto out = tf::sum<1>(x * w);  // [batch]
+    auto loss = tf::mean(tf::square(out));
+    auto step = tf::train::sgd(0.1).minimize(loss);
+    tf::tensor<double> xb({2, 3}, {1, 2, 3, 4, 5, 6});
+    tf::session s;
+    const auto f = tf::fetch(loss, out, step);
+    // the whole list: a training step (w moves)
+    auto [l0, o0, done] = s.run(f, tf::feed(x, xb));
+    REQUIRE(s.stats().plans_built == 1);
+    const std::size_t full = s.stats().evaluations;
+    CHECK(o0[0] == 6.0);
+    CHECK(o0[1] == 15.0);
+    CHECK(l0[0] == Approx((36.0 + 225.0) / 2));
+    const std::vector<double> w1(w.value().data(), w.value().data() + 3);
+    CHECK(w1[0] != 1.0);
+    // the first two alone: same plan, no update, the step's result empty, fewer nodes computed
+    for (int k = 0; k < 2; ++k) {
+        auto [l, o, none] = s.run_first(2, f, tf::feed(x, xb));
+        CHECK(s.stats().plans_built == 1);
+        CHECK(s.stats().evaluations < full);
+        CHECK(none.size() == 0);
+        double ref_out[2], ref_loss = 0;
+        for (int b = 0; b < 2; ++b) {
+            ref_out[b] = 0;
+            for (int j = 0; j < 3; ++j) ref_out[b] += xb[b * 3 + j] * w1[static_cast<std::size_t>(j)];
+            ref_loss += ref_out[b] * ref_out[b] / 2;
+            CHECK(o[b] == Approx(ref_out[b]).epsilon(1e-14));
+        }
+        CHECK(l[0] == Approx(ref_loss).epsilon(1e-14));
+        for (tf::index_t j = 0; j < 3; ++j) CHECK(w.value()[j] == w1[static_cast<std::size_t>(j)]);
+    }
+    // k past the list is the whole list: w moves again
+    s.run_first(5, f, tf::feed(x, xb));
+    CHECK(w.value()[0] != w1[0]);
+    // a skipped fetch that a kept one reads is computed, its result empty
+    auto [l2, o2, none2] = s.run_first(1, tf::fetch(loss, out, step), tf::feed(x, xb));
+    CHECK(o2.size() == 0);
+    CHECK(none2.size() == 0);
+    CHECK(l2.size() == 1);
+    // run_first(0) runs nothing and writes nothing
+    const double w_now = w.value()[0];
+    auto [a, b, c] = s.run_first(0, f, tf::feed(x, xb));
+    CHECK((a.size() == 0 && b.size() == 0 && c.size() == 0));
+    CHECK(w.value()[0] == w_now);
+    // a missing feed is still an error, and changes nothing
+    CHECK_THROWS_WITH(s.run_first(2, f), Catch::Contains("x"));
+    CHECK(w.value()[0] == w_now);
 }

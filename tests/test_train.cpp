@@ -4,16 +4,23 @@
 
 #include "support.hpp"
 
+#include <typeflow/io.hpp>
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tf = typeflow;
 
 namespace {
+// The op of the first child of node N (a group).
+template <class N>
+using meta_first_child_op = typename std::remove_cvref_t<decltype(std::declval<const N&>().template child<0>())>::op;
+
 // The problem: loss = sum((w - t)^2 * c) with fixed t and c, so g = 2 c (w - t).
 const std::vector<double> t0 = {1.0, -2.0, 0.5, 3.0};
 const std::vector<double> c0 = {1.0, 0.5, 2.0, 0.1};
@@ -121,6 +128,109 @@ TEMPLATE_TEST_CASE("train: each optimizer follows its update formula", "[train]"
     }
 }
 
+namespace {
+// Three variables of other shapes (a matrix, a vector, a scalar) and a loss of
+// all three; names take a prefix so that two sets can live side by side.
+template <tf::fixed_string P, class D>
+struct three {
+    tf::variable<tf::concat<P, "a">(), double, tf::shape<2, 3>, D> a;
+    tf::variable<tf::concat<P, "b">(), double, tf::shape<3>, D> b;
+    tf::variable<tf::concat<P, "c">(), double, tf::shape<>, D> c;
+    tf::constant_tensor<double, tf::shape<4, 2>, D> x;
+    tf::constant_tensor<double, tf::shape<4, 3>, D> y;
+    three() {
+        a.load(tf::view(std::vector<double>{0.3, -0.2, 0.5, 0.1, 0.7, -0.4}, {2, 3}));
+        b.load(tf::view(std::vector<double>{0.05, -0.1, 0.2}, {3}));
+        c.load(tf::view(std::vector<double>{0.5}, {}));
+        x.data = tf::constant<tf::shape<4, 2>>({1.0, 2.0, -1.0, 0.5, 0.3, -0.7, 2.0, 1.5}).data;
+        y.data = tf::constant<tf::shape<4, 3>>({0.1, 0.2, 0.3, -0.4, 0.5, 0.6, 0.7, -0.8, 0.9, 1.0, 1.1, -1.2}).data;
+    }
+    auto loss() const { return tf::sum(tf::square(tf::matmul(x, a) + b - y)) + tf::square(c - 2.0) * tf::sum(b * b); }
+};
+template <class V>
+std::vector<double> values_of(const V& v) {
+    return std::vector<double>(v.value().data(), v.value().data() + v.value().size());
+}
+// Each optimizer's minimize over three variables is one apply_dense node; it
+// changes them (and their slots) bit for bit as each variable's own update does.
+template <class D, class Opt>
+void fused_equals_separate(const char* what, const Opt& opt) {
+    INFO(what);
+    three<"f_", D> f;
+    three<"s_", D> p;
+    auto fused = opt.minimize(f.loss());
+    using apply = meta_first_child_op<decltype(fused)>;
+    STATIC_REQUIRE(std::is_same_v<apply, tf::op::apply_dense<typename Opt::rule, 3>>);
+    auto gv = opt.compute_gradients(p.loss(), p.a, p.b, p.c);
+    auto separate = tf::group(opt.update(gv.template get<0>().grad, p.a), opt.update(gv.template get<1>().grad, p.b),
+                              opt.update(gv.template get<2>().grad, p.c));
+    tf::session s;
+    for (int k = 0; k < 4; ++k) {
+        s.run(fused);
+        s.run(separate);
+        CHECK(values_of(f.a) == values_of(p.a));
+        CHECK(values_of(f.b) == values_of(p.b));
+        CHECK(values_of(f.c) == values_of(p.c));
+    }
+    CHECK(values_of(f.a) != std::vector<double>{0.3, -0.2, 0.5, 0.1, 0.7, -0.4});  // it moved
+    // the slots too, under the same names
+    tf::io::saver sf(fused), sp(separate);
+    REQUIRE(sf.tensors().size() == sp.tensors().size());
+    std::size_t slots = 0;
+    for (const auto& e : sf.tensors()) {
+        if (e.name.substr(0, 2) != "f_") continue;
+        const std::string twin = "s_" + std::string(e.name.substr(2));
+        bool found = false;
+        for (const auto& o : sp.tensors())
+            if (o.name == twin) {
+                found = true;
+                REQUIRE(o.shape == e.shape);
+                CHECK(std::memcmp(o.data, e.data, static_cast<std::size_t>(e.shape.numel()) * sizeof(double)) == 0);
+                if (e.name.find('/') != std::string::npos) ++slots;
+            }
+        CHECK(found);
+    }
+    CHECK(slots == 3 * (Opt::rule::slots + Opt::rule::counters));
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("train: one apply_dense node updates every variable as each variable's own update does", "[train]",
+                   tf::cpu, tf::reference) {
+    using D = TestType;
+    fused_equals_separate<D>("momentum", tf::train::momentum(0.05, {.momentum = 0.8}));
+    fused_equals_separate<D>("nesterov", tf::train::momentum(0.05, {.momentum = 0.8, .nesterov = true}));
+    fused_equals_separate<D>("adam", tf::train::adam(0.05, {.beta1 = 0.8, .beta2 = 0.95}));
+    fused_equals_separate<D>("adamw", tf::train::adamw(0.05, 0.01));
+    fused_equals_separate<D>("rmsprop", tf::train::rmsprop(0.01, {.rho = 0.9, .momentum = 0.5}));
+    fused_equals_separate<D>("adagrad", tf::train::adagrad(0.3));
+    // Adam's step counts: one per variable, each counted once per step
+    three<"t_", D> t;
+    auto step = tf::train::adam(0.05).minimize(t.loss());
+    tf::session s;
+    for (int k = 0; k < 3; ++k) s.run(step);
+    std::size_t counters = 0;
+    for (const auto& e : tf::io::saver(step).tensors())
+        if (e.name.size() > 2 && e.name.substr(e.name.size() - 2) == "/t") {
+            CHECK(*static_cast<const double*>(e.data) == 3.0);
+            ++counters;
+        }
+    CHECK(counters == 3);
+}
+
+TEST_CASE("train: variables of two dtypes are updated by one node per variable", "[train]") {
+    tf::variable<"w64", double, tf::shape<3>> w64{tf::init::ones{}};
+    tf::variable<"w32", float, tf::shape<2>> w32{tf::init::ones{}};
+    auto loss = tf::sum(tf::square(w64 - 3.0)) + tf::cast<double>(tf::sum(tf::square(w32 + 2.0f)));
+    auto step = tf::train::adam(0.1).minimize(loss);
+    using first = meta_first_child_op<decltype(step)>;
+    STATIC_REQUIRE(std::is_same_v<first, tf::op::apply_dense<tf::update_rule::adam, 1>>);
+    tf::session s;
+    s.run(step);
+    // Adam's first step moves each weight by lr against its gradient's sign
+    for (tf::index_t i = 0; i < 3; ++i) CHECK(w64.value()[i] == Approx(1.1).epsilon(1e-6));
+    for (tf::index_t i = 0; i < 2; ++i) CHECK(w32.value()[i] == Approx(0.9f).epsilon(1e-5));
+}
+
 TEMPLATE_TEST_CASE("train: minimize collects the trainable variables the loss reaches", "[train]", tf::cpu, tf::reference) {
     using D = TestType;
     tf::variable<"a", float, tf::shape<2>, D> a{tf::init::ones{}};
@@ -179,8 +289,7 @@ TEMPLATE_TEST_CASE("train: a fused update reads the values the run began with an
     auto loss = p.loss();
     auto opt = tf::train::adam(0.05);
     auto gv = opt.compute_gradients(loss);
-    auto upd = opt.update(gv.template get<0>().grad, w);  // group(t += 1, apply_adam)
-    auto apply = upd.template child<1>();
+    auto apply = opt.update(gv.template get<0>().grad, w);  // apply_adam, which also counts the step
     STATIC_REQUIRE(std::is_same_v<typename decltype(apply)::op, tf::op::apply_dense<tf::update_rule::adam>>);
     tf::session s;
     // fetched with the update: the loss and the variable are those of the run's start,

@@ -100,9 +100,17 @@ public:
     /// leaf_child_ops): one function per dtype, which also tells a slot that
     /// holds a variable of element type T (io::saver's walk).
     static void destroy_in_slot(void* p) noexcept { static_cast<variable_base*>(p)->~variable_base(); }
+    /// What a graph node's child slot holds of a variable of element type T:
+    /// this class, which every variable type derives from and adds no data to.
+    using slot_type = variable_base;
 
 protected:
     explicit variable_base(std::shared_ptr<variable_state<T>> st) noexcept : st_(std::move(st)) {}
+    /// New storage of extents d named `name`, initialised by init.
+    template <class Init>
+    variable_base(const dims& d, std::string_view name, Init& init) : st_(new_variable_state<T>(d, name)) {
+        init(st_->value, name);
+    }
     std::shared_ptr<variable_state<T>> st_;
 };
 }  // namespace detail
@@ -133,9 +141,7 @@ public:
     /// Initialised by `init` (e.g. tf::init::glorot_uniform{}).
     template <class Init>
         requires requires(Init i, tensor<T>& t) { i(t, std::string_view{}); }
-    explicit variable(Init init) : detail::variable_base<T>(detail::new_variable_state<T>(S::value, Name.view())) {
-        init(this->st_->value, Name.view());
-    }
+    explicit variable(Init init) : detail::variable_base<T>(S::value, Name.view(), init) {}
     static constexpr std::string_view name() { return Name.view(); }
     /// The name as a template argument (for names derived from it).
     static constexpr fixed_string fixed_name = Name;

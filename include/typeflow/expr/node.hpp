@@ -162,6 +162,14 @@ template <class C>
 struct child_ops : meta::compile_time_only {
     using type = leaf_child_ops<C>;
 };
+// A variable is stored as its storage class (`slot_type`, one per dtype): it
+// adds nothing to it.
+template <class C>
+    requires requires { typename C::slot_type; }
+struct child_ops<C> : meta::compile_time_only {
+    static_assert(sizeof(C) == sizeof(typename C::slot_type), "typeflow: a variable type adds no data to its storage class");
+    using type = leaf_child_ops<typename C::slot_type>;
+};
 }  // namespace detail
 
 namespace detail {

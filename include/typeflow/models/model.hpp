@@ -215,6 +215,12 @@ private:
     // them over the tasks; otherwise they come from the fetched outputs
     // (metrics' batch_mean), which costs no graph, plan or kernel of their own.
     static constexpr bool graph_metrics = detail::strategy_optimizer<Opt>;
+    // A sequential model whose layers are the same in both modes (no dropout or
+    // batch normalisation: its layers tell the modes apart in their types) is
+    // evaluated by the training step's plan, run for its losses and outputs alone.
+    static constexpr bool eval_by_training_plan =
+        !graph_metrics && detail::is_sequential_v<Model> &&
+        std::is_same_v<outputs_type, decltype(std::declval<const Model&>().outputs(inference))>;
 
 public:
     /// The label placeholders: "labels" for a model of one output, else
@@ -508,7 +514,12 @@ private:
     }
     template <class X, class Y>
     std::vector<double> test_step(const X& x, const Y& y) {
-        if constexpr (graph_metrics) {
+        if constexpr (eval_by_training_plan) {
+            const auto f = fetch_values(g_.total, g_.parts, g_.outputs, g_.step);
+            constexpr std::size_t kept = std::tuple_size_v<decltype(std::declval<session&>().run(f))> - 1;  // all but the step
+            auto r = with_feeds(x, y, [&](const auto&... fd) { return session_->run_first(kept, f, fd...); });
+            return with_metrics(r, y);
+        } else if constexpr (graph_metrics) {
             auto r = run_with(x, y, fetch_values(g_.eval_total, g_.eval_parts, g_.eval_metrics));
             return values(r, std::make_index_sequence<std::tuple_size_v<decltype(r)>>{});
         } else {

@@ -146,6 +146,15 @@ TYPEFLOW_DECL std::string summary_table(std::string_view model, std::size_t widt
 /// variables. Calling it on an expression [batch, extents...] gives the
 /// output expression in the mode given (tf::training or tf::inference).
 template <class Input, class... Specs>
+class sequential;
+namespace detail {
+template <class M>
+inline constexpr bool is_sequential_v = false;
+template <class Input, class... Specs>
+inline constexpr bool is_sequential_v<sequential<Input, Specs...>> = true;
+}  // namespace detail
+
+template <class Input, class... Specs>
 class sequential {
     static_assert(sizeof...(Specs) > 0, "typeflow: sequential: a model needs at least one layer");
     using chain_t = detail::chain<typename Input::value_type, typename Input::device, detail::names_of<Specs...>, Input::batched, 0,

@@ -179,6 +179,11 @@ public:
     /// Whether runs whose device work can be recorded (a GPU's CUDA graph) are
     /// recorded once and replayed (session_options::replay; on by default).
     void allow_replay(bool on) noexcept { replay_ = on; }
+    /// Runs from now on compute only what the first k fetches need: nothing
+    /// else runs, no other update is written, and the other fetches' results
+    /// are empty (k at least the fetch count: everything, as by default). One
+    /// plan then serves a training step and an evaluation of its first fetches.
+    void keep_fetches(std::size_t k) noexcept { keep_ = k; }
 
 protected:
     plan_core(const subgraph& top, const parallel_ctx& par);
@@ -297,6 +302,12 @@ private:
     typeflow::detail::pod_vector<std::uint32_t> epi_at_;  // per instance: its pair in epis_ (m or r), or none
     // step 5 of a run: every computed instance, in order; true when locked updates wait for step 7
     bool compute_all(run_stats& stats, const ready_hook* hook);
+    // which nodes the first keep_ fetches need (active_), when keep_ is below the fetch count
+    bool partial() const noexcept { return keep_ < fetches_.size(); }
+    bool active(std::size_t i) const noexcept { return !partial() || active_[i]; }
+    void mark_active();
+    std::size_t keep_ = ~std::size_t{0}, active_for_ = ~std::size_t{0};
+    typeflow::detail::pod_vector<std::uint8_t> active_;
 
     // ---- a run's device work recorded once and replayed (memory_space::begin_recording) ----
     // recordable_ (fixed by finish): every computed instance runs in one memory

@@ -63,6 +63,22 @@ public:
         lease l(*this);
         return plan_for(f, l).run(l.stats, feeds...);
     }
+    /// run with the plan of fetches f, computing only what the first k of
+    /// them need: the other fetches' results are empty, and an update among
+    /// them (or that only they read) is not applied. A program that runs
+    /// f in full (a training step) and its first fetches alone (an
+    /// evaluation) compiles one plan for both.
+    template <class... Fs, class... Feeds>
+    std::tuple<tensor<value_type_t<Fs>>...> run_first(std::size_t k, const fetch_list<Fs...>& f, const Feeds&... feeds) {
+        lease l(*this);
+        auto& p = plan_for(f, l);
+        struct restore {
+            runtime::plan<Fs...>& p;
+            ~restore() { p.keep_fetches(~std::size_t{0}); }
+        } r{p};
+        p.keep_fetches(k);
+        return p.run(l.stats, feeds...);
+    }
     /// run, and calls on_ready(k, data) on the calling thread as soon as the
     /// value of fetch k is final, before the nodes after it run: `data` points
     /// at its elements (value_type_t of the k-th fetch; those of the result

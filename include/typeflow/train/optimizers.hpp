@@ -8,9 +8,10 @@
 // An update reads every variable as it was when the run began and writes at
 // the end of the run. Slot variables are named "<variable>/<slot>" (for
 // example "W1/m"), so checkpoints can hold them. Momentum, Adam, RMSProp and
-// Adagrad update each variable and its slots through one apply_dense kernel
-// node (expr/ops/apply.hpp, TensorFlow's ApplyAdam and its kin); SGD is one
-// assign_sub.
+// Adagrad update every variable of a dtype and device, with its slots, through
+// one apply_dense kernel node (expr/ops/apply.hpp: TensorFlow's ApplyAdam and
+// its kin, for all the variables at once as PyTorch's fused optimizers); SGD
+// is one assign_sub per variable.
 //
 // Sparse gradients: when a variable's gradient is an axis-0 indexed_slices of
 // that variable (it is used only through tf::gather / tf::embedding_lookup),
@@ -233,19 +234,29 @@ auto sparse_update(const G& g, const V& v, const X&... x) {
     }(std::make_index_sequence<P>{});
 }
 
-/// The dense update of variable v by rule Rule from gradient g: one
-/// apply_dense node (expr/ops/apply.hpp) with slots and hyperparameters x...
-/// (scalar expressions of v's dtype), written at the end of the run.
-template <class Rule, class G, class V, class... X>
-auto dense_update(const G& g, const V& v, const X&... x) {
-    return make_node<op::apply_dense<Rule>>(v, x..., g);
-}
-/// sparse_update when g is an axis-0 indexed_slices of v, else dense_update.
-template <class Rule, class G, class V, class... X>
-auto update(const G& g, const V& v, const X&... x) {
-    if constexpr (sparse_v<G, V>) return sparse_update<Rule>(g, v, x...);
-    else return dense_update<Rule>(g, v, x...);
-}
+/// An optimizer that updates through an apply_dense rule: Opt::rule; a new
+/// slot or counter J of variable v (`state<J>(v)`: the slots, then the
+/// counters); its learning rate as an expression of v's dtype and device
+/// (`rate<T, D>()`, the rule's first hyperparameter) and its other
+/// hyperparameters (`constants()`, an array of doubles); `sparse_rows` when a
+/// sparse gradient updates only its rows (else it is taken as dense).
+template <class Opt>
+concept rule_optimizer = requires { typename Opt::rule; };
+/// Whether the gradient G of variable V is updated by rows (sparse_apply).
+template <class Opt, class G, class V>
+inline constexpr bool by_rows_v = Opt::sparse_rows && sparse_v<G, V>;
+template <class T, class D, class V>
+inline constexpr bool same_kind_v = std::is_same_v<value_type_t<V>, T> && std::is_same_v<device_t<V>, D>;
+/// Whether one apply_dense node can update the pairs P... (all dense, one dtype and device).
+template <class Opt, class... P>
+inline constexpr bool fusable_v = [] {
+    if constexpr (!rule_optimizer<Opt> || sizeof...(P) == 0) return false;
+    else {
+        using V0 = meta::remove_cvref_t<decltype(meta::at_t<0, P...>::var)>;
+        return ((!by_rows_v<Opt, decltype(P::grad), decltype(P::var)> &&
+                 same_kind_v<value_type_t<V0>, device_t<V0>, decltype(P::var)>) && ...);
+    }
+}();
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -289,6 +300,8 @@ public:
             return detail::no_update();
         } else if constexpr (sizeof...(P) + sizeof...(Step) == 0) {
             return detail::no_update();  // after compute_gradients reported an error
+        } else if constexpr (detail::fusable_v<Derived, P...>) {
+            return group(update_all(gv), assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
         } else return [&]<std::size_t... K>(std::index_sequence<K...>) {
             return group(self().update(gv.template get<K>().grad, gv.template get<K>().var)...,
                          assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
@@ -316,8 +329,59 @@ public:
         }
     }
 
+    /// One variable's update (a rule optimizer's): its apply_dense node, or
+    /// the update of the rows of a sparse gradient (with its counter
+    /// incremented beside it).
+    template <class G, class V>
+        requires detail::rule_optimizer<Derived>
+    auto update(const G& g, const V& v) const {
+        using Rule = typename Derived::rule;
+        using T = value_type_t<V>;
+        using D = device_t<V>;
+        static_assert(Rule::counters <= 1);
+        const auto c = self().constants();
+        return [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
+            if constexpr (!detail::by_rows_v<Derived, G, V>) {
+                return make_node<op::apply_dense<Rule>>(v, self().template state<S>(v)..., self().template rate<T, D>(),
+                                                        scalar<T, D>(static_cast<T>(c[H]))..., g);
+            } else if constexpr (Rule::counters == 0) {
+                return detail::sparse_update<Rule>(g, v, self().template state<S>(v)..., self().template rate<T, D>(),
+                                                   scalar<T, D>(static_cast<T>(c[H]))...);
+            } else {
+                auto t = self().template state<Rule::slots>(v);
+                return group(assign_add(t, T(1)),
+                             detail::sparse_update<Rule>(g, v, self().template state<S>(v)..., self().template rate<T, D>(),
+                                                         scalar<T, D>(static_cast<T>(c[H]))..., t));
+            }
+        }(std::make_index_sequence<Rule::slots + (detail::by_rows_v<Derived, G, V> ? 0 : Rule::counters)>{},
+          std::make_index_sequence<Rule::hypers - 1>{});
+    }
+
 private:
     const Derived& self() const { return static_cast<const Derived&>(*this); }
+
+    // The update of every pair of gv (dense, one dtype and device): one apply_dense node.
+    template <class... P>
+    auto update_all(const grads_and_vars<P...>& gv) const {
+        using Rule = typename Derived::rule;
+        constexpr std::size_t N = sizeof...(P), G = 1 + Rule::slots + Rule::counters;
+        using V0 = meta::remove_cvref_t<decltype(meta::at_t<0, P...>::var)>;
+        using T = value_type_t<V0>;
+        using D = device_t<V0>;
+        const auto c = self().constants();
+        // child I of the first N * G: variable I / G, then its slots and counters
+        const auto item = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+            if constexpr (I % G == 0) return gv.template get<I / G>().var;
+            else return self().template state<I % G - 1>(gv.template get<I / G>().var);
+        };
+        return [&]<std::size_t... I, std::size_t... H, std::size_t... K>(std::index_sequence<I...>, std::index_sequence<H...>,
+                                                                         std::index_sequence<K...>) {
+            return make_node<op::apply_dense<Rule, N>>(item(std::integral_constant<std::size_t, I>{})...,
+                                                       self().template rate<T, D>(),
+                                                       scalar<T, D>(static_cast<T>(c[H]))..., gv.template get<K>().grad...);
+        }(std::make_index_sequence<N * G>{}, std::make_index_sequence<Rule::hypers - 1>{}, std::make_index_sequence<N>{});
+    }
+
 
     template <class L, class F>
     static auto with_trainable(const L& loss, F&& f) {
@@ -375,15 +439,20 @@ public:
     momentum_optimizer(LR lr, momentum_options o) : lr_(std::move(lr)), o_(o) {
         detail::check_rate<momentum_optimizer, LR>();
     }
-    template <class G, class V>
-    auto update(const G& g, const V& v) const {
-        using T = value_type_t<V>;
-        using D = device_t<V>;
-        auto acc = detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
-        // plain: lr * a; Nesterov: lr * (mu * a + g)
-        const T ca = o_.nesterov ? T(o_.momentum) : T(1), cg = o_.nesterov ? T(1) : T(0);
-        return detail::update<update_rule::momentum>(g, v, acc, detail::as_rate<T, D>(lr_), scalar<T, D>(T(o_.momentum)),
-                                                     scalar<T, D>(ca), scalar<T, D>(cg));
+    using rule = update_rule::momentum;
+    static constexpr bool sparse_rows = true;
+    /// Variable v's slot.
+    template <std::size_t, class V>
+    auto state(const V&) const {
+        return detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
+    }
+    template <class T, class D>
+    auto rate() const {
+        return detail::as_rate<T, D>(lr_);
+    }
+    /// mu, and the weights of a and g in the step (plain: lr * a; Nesterov: lr * (mu * a + g)).
+    std::array<double, 3> constants() const {
+        return {o_.momentum, o_.nesterov ? o_.momentum : 1.0, o_.nesterov ? 1.0 : 0.0};
     }
 
 private:
@@ -402,7 +471,8 @@ struct adam_options {
 };
 /// Adam with bias correction: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 /// var -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) [+ lr * wd * var].
-/// Slots "<var>/m", "<var>/v" and the step count "<var>/t".
+/// Slots "<var>/m", "<var>/v" and the step count "<var>/t" (a dense update
+/// increments it in its apply_dense node; a sparse one, LazyAdam, beside it).
 template <class LR>
 class adam_optimizer : public optimizer<adam_optimizer<LR>> {
 public:
@@ -410,19 +480,22 @@ public:
     adam_optimizer(LR lr, adam_options o) : lr_(std::move(lr)), o_(o) {
         detail::check_rate<adam_optimizer, LR>();
     }
-    template <class G, class V>
-    auto update(const G& g, const V& var) const {
-        using T = value_type_t<V>;
-        using D = device_t<V>;
-        const auto c = [](double x) { return scalar<T, D>(static_cast<T>(x)); };
-        auto m = detail::slot<V::fixed_name, "m", V>(init::zeros{});
-        auto v = detail::slot<V::fixed_name, "v", V>(init::zeros{});
-        auto t = non_trainable_variable<concat<V::fixed_name, "/t">(), T, shape<>, D>(init::zeros{});
-        auto t1 = assign_add(t, T(1));
-        // the update reads t before this step's increment (sparse: LazyAdam)
-        return group(t1, detail::update<update_rule::adam>(g, var, m, v, detail::as_rate<T, D>(lr_), c(o_.beta1),
-                                                           c(o_.beta2), c(o_.epsilon), c(o_.weight_decay), t,
-                                                           c(1 - o_.beta1), c(1 - o_.beta2)));
+    using rule = update_rule::adam;
+    static constexpr bool sparse_rows = true;
+    /// Variable v's slots m and v (J = 0, 1), and its step count t (J = 2).
+    template <std::size_t J, class V>
+    auto state(const V&) const {
+        if constexpr (J == 0) return detail::slot<V::fixed_name, "m", V>(init::zeros{});
+        else if constexpr (J == 1) return detail::slot<V::fixed_name, "v", V>(init::zeros{});
+        else return non_trainable_variable<concat<V::fixed_name, "/t">(), value_type_t<V>, shape<>, device_t<V>>(init::zeros{});
+    }
+    template <class T, class D>
+    auto rate() const {
+        return detail::as_rate<T, D>(lr_);
+    }
+    /// b1, b2, eps, wd, 1 - b1, 1 - b2.
+    std::array<double, 6> constants() const {
+        return {o_.beta1, o_.beta2, o_.epsilon, o_.weight_decay, 1 - o_.beta1, 1 - o_.beta2};
     }
 
 private:
@@ -454,16 +527,20 @@ public:
     rmsprop_optimizer(LR lr, rmsprop_options o) : lr_(std::move(lr)), o_(o) {
         detail::check_rate<rmsprop_optimizer, LR>();
     }
-    template <class G, class V>
-    auto update(const G& g, const V& var) const {
-        using T = value_type_t<V>;
-        using D = device_t<V>;
-        const auto c = [](double x) { return scalar<T, D>(static_cast<T>(x)); };
-        auto ms = detail::slot<V::fixed_name, "rms", V>(init::ones{});
-        auto mom = detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
-        return detail::dense_update<update_rule::rmsprop>(g, var, ms, mom, detail::as_rate<T, D>(lr_), c(o_.rho),
-                                                          c(o_.momentum), c(o_.epsilon), c(1 - o_.rho));
+    using rule = update_rule::rmsprop;
+    static constexpr bool sparse_rows = false;  // a sparse gradient is taken as dense
+    /// Variable v's slots rms (J = 0) and momentum (J = 1).
+    template <std::size_t J, class V>
+    auto state(const V&) const {
+        if constexpr (J == 0) return detail::slot<V::fixed_name, "rms", V>(init::ones{});
+        else return detail::slot<V::fixed_name, "momentum", V>(init::zeros{});
     }
+    template <class T, class D>
+    auto rate() const {
+        return detail::as_rate<T, D>(lr_);
+    }
+    /// rho, momentum, eps, 1 - rho.
+    std::array<double, 4> constants() const { return {o_.rho, o_.momentum, o_.epsilon, 1 - o_.rho}; }
 
 private:
     LR lr_;
@@ -486,13 +563,18 @@ public:
     adagrad_optimizer(LR lr, adagrad_options o) : lr_(std::move(lr)), o_(o) {
         detail::check_rate<adagrad_optimizer, LR>();
     }
-    template <class G, class V>
-    auto update(const G& g, const V& var) const {
-        using T = value_type_t<V>;
-        using D = device_t<V>;
-        auto acc = detail::slot<V::fixed_name, "accumulator", V>(init::constant{o_.initial_accumulator});
-        return detail::update<update_rule::adagrad>(g, var, acc, detail::as_rate<T, D>(lr_));
+    using rule = update_rule::adagrad;
+    static constexpr bool sparse_rows = true;
+    /// Variable v's slot.
+    template <std::size_t, class V>
+    auto state(const V&) const {
+        return detail::slot<V::fixed_name, "accumulator", V>(init::constant{o_.initial_accumulator});
     }
+    template <class T, class D>
+    auto rate() const {
+        return detail::as_rate<T, D>(lr_);
+    }
+    std::array<double, 0> constants() const { return {}; }
 
 private:
     LR lr_;
@@ -512,8 +594,8 @@ template <class Op>
 inline constexpr bool lockable_v = false;
 template <assign_mode M>
 inline constexpr bool lockable_v<op::assign<M>> = true;
-template <class Rule>
-inline constexpr bool lockable_v<op::apply_dense<Rule>> = true;
+template <class Rule, std::size_t N>
+inline constexpr bool lockable_v<op::apply_dense<Rule, N>> = true;
 // An update op with its dense updates locked (op::locked_update): groups are
 // rebuilt around locked children; a sparse update (which writes its rows when
 // it runs) stays as it was.

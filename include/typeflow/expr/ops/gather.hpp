@@ -321,7 +321,9 @@ template <class Rule, std::size_t R, std::size_t P>
 struct sparse_apply {
     static constexpr op_kind kind = op_kind::kernel;
     static constexpr std::string_view name = Rule::sparse_name;
-    static constexpr std::size_t readers = R, slots = Rule::slots, hypers = Rule::hypers, pairs = P;
+    /// Its hyperparameters are the rule's, then the rule's counters (which a
+    /// sparse update reads and leaves to its caller to increment).
+    static constexpr std::size_t readers = R, slots = Rule::slots, hypers = Rule::hypers + Rule::counters, pairs = P;
     /// Positions of the variable, of the first slot, hyperparameter, values and indices.
     static constexpr std::size_t var_at = R, slot_at = R + 1, hyper_at = slot_at + slots, values_at = hyper_at + hypers,
                                  indices_at = values_at + P;

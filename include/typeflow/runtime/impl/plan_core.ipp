@@ -506,6 +506,7 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     }
     // 3. results: a fetched node is computed straight into its result tensor
     prepare_results();
+    if (partial() && active_for_ != keep_) mark_active();
     // 4. where each instance's elements are in this run
     for (std::size_t i = 0; i < n_; ++i) {
         const node_desc& d = *desc_[i];
@@ -530,11 +531,12 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     // this work's recording
     stats.evaluations = 0;
     stats.recorded_loops = 0;
-    const bool locked = recordable_ && replay_ && !hook && replay_or_record(stats) ? false : compute_all(stats, hook);
+    const bool locked =
+        recordable_ && replay_ && !hook && !partial() && replay_or_record(stats) ? false : compute_all(stats, hook);
     // 6. fetched leaves and views are copied out, and every fetch of a node in device memory
     for (const fetch& f : fetches_) {
         const node_desc& d = *desc_[f.node];
-        if (f.primary != static_cast<std::size_t>(&f - fetches_.data())) continue;
+        if (f.primary != static_cast<std::size_t>(&f - fetches_.data()) || !active(f.node)) continue;
         if (device_ && on_device(f.node)) {
             if (bytes_of(f.inst)) d.memory->download(f.data, insts_[f.inst].ptr, bytes_of(f.inst));
             continue;
@@ -554,12 +556,12 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     if (locked) {
         update_lock = std::unique_lock<std::mutex>(locked_update_mutex());
         for (std::size_t i = 0; i < n_; ++i)
-            if (flags_[i].locked && computed(i))
+            if (flags_[i].locked && computed(i) && active(i))
                 for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
                     if (!has_conds_ || ctx_[k] == 0) compute(i, k, stats);
     }
     for (std::size_t i = 0; i < n_; ++i)
-        if (flags_[i].assign && !flags_[i].immediate_write)
+        if (flags_[i].assign && !flags_[i].immediate_write && active(i))
             for (std::uint32_t k = first_inst_[i]; k != none; k = insts_[k].next)
                 if (!has_conds_ || ctx_[k] == 0 || ran_[k]) write(i, insts_[k]);
     stats.arena_bytes = arena_bytes_;
@@ -567,10 +569,22 @@ TYPEFLOW_DECL_HOT void plan_core::run_core(run_stats& stats, const feed_ref* fee
     if (device_)
         for (const arena_block& b : arenas_)
             if (!b.mem->host && b.mem->finish) b.mem->finish();
-    // 8. a node fetched twice: every such result shares the first one's tensor
+    // 8. a node fetched twice: every such result shares the first one's tensor; a
+    // fetch past the kept ones is empty
     for (fetch& f : fetches_)
         if (f.primary != static_cast<std::size_t>(&f - fetches_.data()))
             f.fns->share(f.result, fetches_[f.primary].result);
+    for (std::size_t k = keep_; k < fetches_.size(); ++k) fetches_[k].fns->reset(fetches_[k].result);
+}
+
+TYPEFLOW_DECL void plan_core::mark_active() {
+    // the kept fetches, and every node a marked node reads (parents come after their children)
+    active_.assign(n_, 0);
+    for (std::size_t k = 0; k < keep_ && k < fetches_.size(); ++k) active_[fetches_[k].node] = 1;
+    for (std::size_t i = n_; i-- > 0;)
+        if (active_[i])
+            for (std::size_t e = first_edge_[i]; e < first_edge_[i + 1]; ++e) active_[edges_[e].child] = 1;
+    active_for_ = keep_;
 }
 
 TYPEFLOW_DECL_HOT bool plan_core::compute_all(run_stats& stats, const ready_hook* hook) {
@@ -581,7 +595,7 @@ TYPEFLOW_DECL_HOT bool plan_core::compute_all(run_stats& stats, const ready_hook
     }
     bool locked = false;  // locked updates wait for step 7
     for (std::size_t i = 0; i < n_; ++i) {
-        if (!computed(i)) continue;
+        if (!computed(i) || !active(i)) continue;
         if (flags_[i].locked) {
             locked = true;
             continue;

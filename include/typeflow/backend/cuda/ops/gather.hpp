@@ -238,7 +238,7 @@ struct sparse_fn {
     const key_t* keys;
     const index_t* seq;
     const key_t* first_bad;
-    update_ptrs<T, Rule::slots, Rule::hypers> u;
+    update_ptrs<T, Rule::slots, (Rule::hypers + Rule::counters)> u;
     key_t* count;
     TYPEFLOW_HOST_DEVICE void operator()(index_t e) const {
         const index_t w = v.inner, s = e / w, c = e % w, m = o.total();
@@ -246,9 +246,9 @@ struct sparse_fn {
         T g = v.row(o, seq[s])[c];
         for (index_t t = s + 1; t < m && keys[t] == keys[s]; ++t) g += v.row(o, seq[t])[c];
         const index_t at = static_cast<index_t>(keys[s]) * w + c;
-        T h[Rule::hypers + 1]{};
-        if constexpr (Rule::hypers > 0)
-            for (std::size_t k = 0; k < Rule::hypers; ++k) h[k] = *u.h[k];
+        T h[(Rule::hypers + Rule::counters) + 1]{};
+        if constexpr ((Rule::hypers + Rule::counters) > 0)
+            for (std::size_t k = 0; k < (Rule::hypers + Rule::counters); ++k) h[k] = *u.h[k];
         T* sl[Rule::slots + 1]{};
         if constexpr (Rule::slots > 0)
             for (std::size_t k = 0; k < Rule::slots; ++k) sl[k] = u.slot[k] + at;
@@ -414,12 +414,12 @@ struct sparse_kernel {
         using T = typename meta::remove_cvref_t<decltype(n.template child<Op::var_at>())>::value_type;
         constexpr std::string_view what = Op::name;
         const dims& vd = ctx.dims_of(n.template child<Op::var_at>());
-        update_ptrs<T, Rule::slots, Rule::hypers> u;
+        update_ptrs<T, Rule::slots, Op::hypers> u;
         u.var = const_cast<T*>(ctx.input(n.template child<Op::var_at>()));  // written where it is
         [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
             ((u.slot[S] = const_cast<T*>(ctx.input(n.template child<Op::slot_at + S>()))), ...);
             ((u.h[H] = ctx.input(n.template child<Op::hyper_at + H>())), ...);
-        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers>{});
+        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Op::hypers>{});
         [&]<std::size_t... K>(std::index_sequence<K...>) {
             const dims* id[] = {&ctx.dims_of(n.template child<Op::indices_at + K>())...};
             const void* ind[] = {ctx.input(n.template child<Op::indices_at + K>())...};

@@ -56,7 +56,7 @@ template <>
 struct dense_rule<update_rule::adam> {
     template <class T>
     static void run(const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g, index_t n) {
-        const T lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4], t1 = h[5] + T(1), cb1 = h[6], cb2 = h[7];
+        const T lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4], cb1 = h[5], cb2 = h[6], t1 = h[7] + T(1);
         const T c1 = T(1) - std::pow(b1, t1), c2 = T(1) - std::pow(b2, t1);
         const apply_in<T> G(g, n), V(var, n);
         apply_out<T> M(so[0], n), S(so[1], n);
@@ -85,7 +85,8 @@ inline constexpr index_t apply_block = 64;
 inline constexpr index_t apply_grain = (index_t{1} << 15) / apply_block;
 
 /// Rule's update of the count elements of var (into out) and of its slots s
-/// (into so), hyperparameters h, gradient g, split over par's threads.
+/// (into so), row parameters h (the hyperparameters, then the counters),
+/// gradient g, split over par's threads.
 template <class Rule, class T>
 void apply_dense_run(const parallel_ctx& par, const T* var, T* out, const T* const* s, T* const* so, const T* h, const T* g,
                      index_t count) {
@@ -101,10 +102,26 @@ void apply_dense_run(const parallel_ctx& par, const T* var, T* out, const T* con
     else part(0, 0, blocks);
 }
 
+/// Rule's update of each of the n variables of groups grp (see
+/// typeflow::detail::apply_group), with hyperparameters hyper, one after the other.
+template <class Rule, class T>
+void apply_dense_groups(const parallel_ctx& par, const typeflow::detail::apply_group<Rule, T>* grp, std::size_t n,
+                        const T* const* hyper) {
+    for (std::size_t k = 0; k < n; ++k) {
+        const typeflow::detail::apply_group<Rule, T>& a = grp[k];
+        T h[Rule::hypers + Rule::counters];
+        typeflow::detail::apply_params(a, hyper, h);
+        apply_dense_run<Rule>(par, a.var, a.out, a.s, a.so, h, a.g, a.count);
+        typeflow::detail::apply_count(a, h);
+    }
+}
+
 // The instantiations that TYPEFLOW_SEPARATE_COMPILATION compiles once, in
 // typeflow/src.hpp (impl/kernels.ipp): KW is `extern template` or `template`.
-#define TYPEFLOW_APPLY_INSTANCE(KW, R, T) \
-    KW void apply_dense_run<R, T>(const parallel_ctx&, const T*, T*, const T* const*, T* const*, const T*, const T*, index_t);
+#define TYPEFLOW_APPLY_INSTANCE(KW, R, T)                                                                                    \
+    KW void apply_dense_run<R, T>(const parallel_ctx&, const T*, T*, const T* const*, T* const*, const T*, const T*, index_t); \
+    KW void apply_dense_groups<R, T>(const parallel_ctx&, const typeflow::detail::apply_group<R, T>*, std::size_t,           \
+                                     const T* const*);
 #define TYPEFLOW_APPLY_INSTANCES(KW, T)                                                                        \
     TYPEFLOW_APPLY_INSTANCE(KW, update_rule::sgd, T) TYPEFLOW_APPLY_INSTANCE(KW, update_rule::momentum, T)     \
     TYPEFLOW_APPLY_INSTANCE(KW, update_rule::adagrad, T) TYPEFLOW_APPLY_INSTANCE(KW, update_rule::adam, T)     \
@@ -115,17 +132,15 @@ TYPEFLOW_APPLY_INSTANCES(extern template, double)
 #endif
 }  // namespace backend::eigen::detail
 
-template <class Rule>
-struct kernel<cpu, op::apply_dense<Rule>> {
-    using Op = op::apply_dense<Rule>;
-
-    template <class N, class Ctx>
-    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        using T = value_type_t<N>;
-        const typeflow::detail::apply_operands<Rule, T> a(n, ctx);
-        backend::eigen::detail::apply_dense_run<Rule>(ctx.par, ctx.input(n.template child<Op::var_at>()), out, a.s, a.so, a.h,
-                                                      ctx.input(n.template child<Op::grad_at>()),
-                                                      ctx.dims_of(n.template child<Op::var_at>()).numel());
+template <class Rule, std::size_t N>
+struct kernel<cpu, op::apply_dense<Rule, N>> {
+    template <class Nd, class Ctx>
+    static void run(const Nd&, const Ctx& ctx, value_type_t<Nd>* out) {
+        using T = value_type_t<Nd>;
+        typeflow::detail::apply_group<Rule, T> grp[N];
+        const T* hyper[Rule::hypers + 1] = {};
+        typeflow::detail::apply_operands<Rule>(ctx, N, out, grp, hyper);
+        backend::eigen::detail::apply_dense_groups<Rule, T>(ctx.par, grp, N, hyper);
     }
 };
 

@@ -133,11 +133,11 @@ struct kernel<cpu, op::sparse_apply<Rule, R, P>> {
         // writes go straight to the variable's and the slots' storage
         T* var = const_cast<T*>(ctx.input(n.template child<Op::var_at>()));
         T* slot[Rule::slots + 1] = {};
-        T h[Rule::hypers];
+        T h[Op::hypers];
         [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
             ((slot[S] = const_cast<T*>(ctx.input(n.template child<Op::slot_at + S>()))), ...);
             ((h[H] = ctx.input(n.template child<Op::hyper_at + H>())[0]), ...);
-        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers>{});
+        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Op::hypers>{});
         // every index is checked before any row is written
         entry* e = static_cast<entry*>(ctx.workspace());
         index_t k = 0;

@@ -1,5 +1,5 @@
 // typeflow/backend/reference/ops/apply.hpp — reference apply_dense: the rule's
-// loop over every element, on one thread.
+// loop over every element of each variable, on one thread.
 #pragma once
 #include <cstddef>
 #include <utility>
@@ -11,15 +11,20 @@
 
 namespace typeflow {
 
-template <class Rule>
-struct kernel<reference, op::apply_dense<Rule>> {
-    using Op = op::apply_dense<Rule>;
-    template <class N, class Ctx>
-    static void run(const N& n, const Ctx& ctx, value_type_t<N>* out) {
-        using T = value_type_t<N>;
-        const typeflow::detail::apply_operands<Rule, T> a(n, ctx);
-        Rule::row(ctx.input(n.template child<Op::var_at>()), out, a.s, a.so, a.h,
-                  ctx.input(n.template child<Op::grad_at>()), ctx.dims_of(n.template child<Op::var_at>()).numel());
+template <class Rule, std::size_t N>
+struct kernel<reference, op::apply_dense<Rule, N>> {
+    template <class Nd, class Ctx>
+    static void run(const Nd&, const Ctx& ctx, value_type_t<Nd>* out) {
+        using T = value_type_t<Nd>;
+        typeflow::detail::apply_group<Rule, T> grp[N];
+        const T* hyper[Rule::hypers + 1] = {};
+        typeflow::detail::apply_operands<Rule>(ctx, N, out, grp, hyper);
+        for (const auto& a : grp) {
+            T h[Rule::hypers + Rule::counters];
+            typeflow::detail::apply_params(a, hyper, h);
+            Rule::row(a.var, a.out, a.s, a.so, h, a.g, a.count);
+            typeflow::detail::apply_count(a, h);
+        }
     }
 };
 

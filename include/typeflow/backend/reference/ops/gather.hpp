@@ -63,11 +63,11 @@ struct kernel<reference, op::sparse_apply<Rule, R, P>> {
         const index_t rows = vd.rank ? vd.d[0] : 0, w = rows ? vd.numel() / rows : 0;
         T* var = const_cast<T*>(ctx.input(n.template child<Op::var_at>()));
         T* slot[Rule::slots + 1] = {};
-        T h[Rule::hypers];
+        T h[Op::hypers];
         [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
             ((slot[S] = const_cast<T*>(ctx.input(n.template child<Op::slot_at + S>()))), ...);
             ((h[H] = ctx.input(n.template child<Op::hyper_at + H>())[0]), ...);
-        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers>{});
+        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Op::hypers>{});
         // every occurrence (row, gradient row), in order; all checked before any write
         std::vector<index_t> row;
         std::vector<const T*> src;
