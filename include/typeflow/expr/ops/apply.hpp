@@ -193,7 +193,8 @@ struct apply_dense {
         for (std::size_t k = 0; k < N; ++k) {
             const dims& var = *r[var_at(k)];
             for (std::size_t q = 0; q < slots; ++q) check(*r[slot_at(k) + q], var, "a slot's shape");
-            for (std::size_t q = 0; q < counters; ++q) check(*r[counter_at(k) + q], dims{}, "a counter's shape");
+            if constexpr (counters > 0)
+                for (std::size_t q = 0; q < counters; ++q) check(*r[counter_at(k) + q], dims{}, "a counter's shape");
             check(*r[gradient_at(k)], var, "the gradient's shape");
         }
         return *r[0];
@@ -235,23 +236,37 @@ void apply_operands(const Ctx& ctx, std::size_t n, T* out, apply_group<Rule, T>*
         a.var = in(v);
         a.out = res(v);
         for (std::size_t q = 0; q < Rule::slots; ++q) a.s[q] = in(v + 1 + q), a.so[q] = res(v + 1 + q);
-        for (std::size_t c = 0; c < Rule::counters; ++c)
-            a.counter[c] = in(v + 1 + Rule::slots + c), a.counter_out[c] = res(v + 1 + Rule::slots + c);
+        if constexpr (Rule::counters > 0)
+            for (std::size_t c = 0; c < Rule::counters; ++c)
+                a.counter[c] = in(v + 1 + Rule::slots + c), a.counter_out[c] = res(v + 1 + Rule::slots + c);
         a.g = in(n * group + Rule::hypers + k);
         a.count = ctx.in_dims[v]->numel();
     }
     for (std::size_t h = 0; h < Rule::hypers; ++h) hyper[h] = in(n * group + h);
 }
+/// The operands of an apply_dense node of N variables, as apply_operands
+/// gathers them (what each backend's kernel starts from).
+template <class Rule, class T, std::size_t N>
+struct apply_node {
+    apply_group<Rule, T> grp[N];
+    const T* hyper[Rule::hypers + 1] = {};
+    template <class Ctx>
+    apply_node(const Ctx& ctx, T* out) {
+        apply_operands<Rule>(ctx, N, out, grp, hyper);
+    }
+};
 /// A row's parameters for group a (host memory): the hyperparameters, then a's counters.
 template <class Rule, class T>
 void apply_params(const apply_group<Rule, T>& a, const T* const* hyper, T* h) {
     for (std::size_t k = 0; k < Rule::hypers; ++k) h[k] = *hyper[k];
-    for (std::size_t c = 0; c < Rule::counters; ++c) h[Rule::hypers + c] = *a.counter[c];
+    if constexpr (Rule::counters > 0)
+        for (std::size_t c = 0; c < Rule::counters; ++c) h[Rule::hypers + c] = *a.counter[c];
 }
 /// Writes group a's counters' next values (one more), from its parameters h.
 template <class Rule, class T>
 void apply_count(const apply_group<Rule, T>& a, const T* h) {
-    for (std::size_t c = 0; c < Rule::counters; ++c) *a.counter_out[c] = h[Rule::hypers + c] + T(1);
+    if constexpr (Rule::counters > 0)
+        for (std::size_t c = 0; c < Rule::counters; ++c) *a.counter_out[c] = h[Rule::hypers + c] + T(1);
 }
 }  // namespace detail
 

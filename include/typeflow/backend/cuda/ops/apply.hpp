@@ -23,7 +23,8 @@ __global__ void apply_kernel(const T* var, T* out, const apply_ptrs<T, Rule::slo
     T h[P + 1];
     for (std::size_t k = 0; k < P; ++k) h[k] = *p.h[k];
     if (blockIdx.x == 0 && threadIdx.x == 0)
-        for (std::size_t c = 0; c < Rule::counters; ++c) *p.counter_out[c] = h[Rule::hypers + c] + T(1);
+        if constexpr (Rule::counters > 0)
+            for (std::size_t c = 0; c < Rule::counters; ++c) *p.counter_out[c] = h[Rule::hypers + c] + T(1);
     for (index_t j = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += static_cast<index_t>(gridDim.x) * blockDim.x) {
         const T* s[Rule::slots + 1];
         T* so[Rule::slots + 1];
@@ -44,16 +45,15 @@ struct kernel<gpu<D>, op::apply_dense<Rule, N>> {
     template <class Nd, class Ctx>
     static void run(const Nd&, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
-        typeflow::detail::apply_group<Rule, T> grp[N];
-        const T* hyper[Rule::hypers + 1] = {};
-        typeflow::detail::apply_operands<Rule>(ctx, N, out, grp, hyper);
+        const typeflow::detail::apply_node<Rule, T, N> node(ctx, out);
         cuda::device_context& c = cuda::context<D>();
-        for (const auto& a : grp) {
+        for (const auto& a : node.grp) {
             if (a.count == 0 && Rule::counters == 0) continue;
             cuda::detail::apply_ptrs<T, Rule::slots, Rule::counters, Rule::hypers> p;
             for (std::size_t k = 0; k < Rule::slots; ++k) p.s[k] = a.s[k], p.so[k] = a.so[k];
-            for (std::size_t k = 0; k < Rule::hypers; ++k) p.h[k] = hyper[k];
-            for (std::size_t k = 0; k < Rule::counters; ++k) p.h[Rule::hypers + k] = a.counter[k], p.counter_out[k] = a.counter_out[k];
+            for (std::size_t k = 0; k < Rule::hypers; ++k) p.h[k] = node.hyper[k];
+            if constexpr (Rule::counters > 0)
+                for (std::size_t k = 0; k < Rule::counters; ++k) p.h[Rule::hypers + k] = a.counter[k], p.counter_out[k] = a.counter_out[k];
             const std::size_t threads = a.count > 0 ? static_cast<std::size_t>(a.count) : 1;
             cuda::detail::apply_kernel<Rule, T><<<cuda::grid_for(threads, 256), 256, 0, c.stream>>>(a.var, a.out, p, a.g, a.count);
             cuda::check_launch(Op::name);

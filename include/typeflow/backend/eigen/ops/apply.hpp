@@ -137,10 +137,8 @@ struct kernel<cpu, op::apply_dense<Rule, N>> {
     template <class Nd, class Ctx>
     static void run(const Nd&, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
-        typeflow::detail::apply_group<Rule, T> grp[N];
-        const T* hyper[Rule::hypers + 1] = {};
-        typeflow::detail::apply_operands<Rule>(ctx, N, out, grp, hyper);
-        backend::eigen::detail::apply_dense_groups<Rule, T>(ctx.par, grp, N, hyper);
+        const typeflow::detail::apply_node<Rule, T, N> a(ctx, out);
+        backend::eigen::detail::apply_dense_groups<Rule, T>(ctx.par, a.grp, N, a.hyper);
     }
 };
 

@@ -16,12 +16,10 @@ struct kernel<reference, op::apply_dense<Rule, N>> {
     template <class Nd, class Ctx>
     static void run(const Nd&, const Ctx& ctx, value_type_t<Nd>* out) {
         using T = value_type_t<Nd>;
-        typeflow::detail::apply_group<Rule, T> grp[N];
-        const T* hyper[Rule::hypers + 1] = {};
-        typeflow::detail::apply_operands<Rule>(ctx, N, out, grp, hyper);
-        for (const auto& a : grp) {
+        const typeflow::detail::apply_node<Rule, T, N> node(ctx, out);
+        for (const auto& a : node.grp) {
             T h[Rule::hypers + Rule::counters];
-            typeflow::detail::apply_params(a, hyper, h);
+            typeflow::detail::apply_params(a, node.hyper, h);
             Rule::row(a.var, a.out, a.s, a.so, h, a.g, a.count);
             typeflow::detail::apply_count(a, h);
         }
