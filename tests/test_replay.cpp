@@ -300,3 +300,34 @@ TEST_CASE("replay: a kernel that updates a variable where it is makes the host's
         CHECK(adam == embedding_steps<tf::reference>(tf::train::adam(0.05f), false));
     }
 }
+
+TEST_CASE("replay: a run of the first fetches neither replays nor records, and writes nothing", "[replay][partial]") {
+    const batches b = make_batches({16, 16});
+    reset_taped();
+    rng_t r(11);
+    tf::placeholder<"x", float, tf::shape<tf::dyn, 6>, P> x;
+    tf::placeholder<"y", std::int32_t, tf::shape<tf::dyn>, P> y;
+    tf::variable<"W1", float, tf::shape<6, 3>, P> W1;
+    W1.load(uniform_tensor<float>(r, tf::dims{6, 3}, 0, 0, -0.5, 0.5).view());
+    auto loss = tf::mean(tf::sparse_softmax_cross_entropy(tf::matmul(x, W1), y));
+    auto step = tf::train::adam(0.05f).minimize(loss);
+    tf::session s;
+    const auto f = tf::fetch(loss, step);
+    for (int k = 0; k < 4; ++k) s.run(f, tf::feed(x, b.xs[0]), tf::feed(y, b.ys[0]));  // recorded, then replayed
+    const tf::run_stats before = s.stats();
+    REQUIRE(before.recordings == 1);
+    const tf::tensor<float> w = W1.value().clone();
+    // the loss alone, from the same plan: computed, not replayed, nothing written
+    const float l = std::get<0>(s.run_first(1, f, tf::feed(x, b.xs[1]), tf::feed(y, b.ys[1])))[0];
+    CHECK(s.stats().recordings == before.recordings);
+    CHECK(s.stats().replays == before.replays);
+    CHECK(s.stats().plans_built == before.plans_built);
+    for (tf::index_t k = 0; k < w.size(); ++k) CHECK(W1.value()[k] == w[k]);
+    // the same loss as a plan of the loss alone computes
+    tf::session t;
+    CHECK(l == std::get<0>(t.run(tf::fetch(loss), tf::feed(x, b.xs[1]), tf::feed(y, b.ys[1])))[0]);
+    // and a full run after it replays the recording again, and trains
+    s.run(f, tf::feed(x, b.xs[0]), tf::feed(y, b.ys[0]));
+    CHECK(s.stats().replays == before.replays + 1);
+    CHECK(W1.value()[0] != w[0]);
+}

@@ -8,6 +8,7 @@
 #include <typeflow/typeflow.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -217,7 +218,53 @@ TEMPLATE_TEST_CASE("train: one apply_dense node updates every variable as each v
     CHECK(counters == 3);
 }
 
-TEST_CASE("train: variables of two dtypes are updated by one node per variable", "[train]") {
+namespace {
+// An embedding table read by gather (a sparse gradient) beside two dense variables.
+template <tf::fixed_string P>
+struct with_table {
+    tf::variable<tf::concat<P, "e">(), double, tf::shape<5, 2>> e;
+    tf::variable<tf::concat<P, "w">(), double, tf::shape<2>> w;
+    tf::variable<tf::concat<P, "c">(), double, tf::shape<>> c;
+    tf::variable<tf::concat<P, "ids">(), std::int32_t, tf::shape<3>> ids;
+    with_table() {
+        e.load(tf::view(std::vector<double>{0.1, 0.2, -0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0}, {5, 2}));
+        w.load(tf::view(std::vector<double>{0.5, -0.25}, {2}));
+        c.load(tf::view(std::vector<double>{0.5}, {}));
+        ids.load(tf::view(std::vector<std::int32_t>{0, 3, 3}, {3}));
+    }
+    auto loss() const { return tf::sum(tf::square(tf::gather(e, ids) * w - 1.0)) + tf::square(c - 2.0) * tf::sum(w * w); }
+};
+}  // namespace
+
+TEST_CASE("train: a sparse gradient beside dense ones: one node for the dense variables, one for the table's rows",
+          "[train]") {
+    with_table<"f_"> f;
+    with_table<"s_"> p;
+    const auto opt = tf::train::adam(0.05, {.beta1 = 0.8, .beta2 = 0.95});
+    auto fused = opt.minimize(f.loss());
+    STATIC_REQUIRE(std::is_same_v<meta_first_child_op<decltype(fused)>, tf::op::apply_dense<tf::update_rule::adam, 2>>);
+    auto gv = opt.compute_gradients(p.loss(), p.e, p.w, p.c);
+    STATIC_REQUIRE(tf::is_indexed_slices_of<std::remove_cvref_t<decltype(gv.template get<0>().grad)>, decltype(p.e)>::value);
+    auto separate = tf::group(opt.update(gv.template get<0>().grad, p.e), opt.update(gv.template get<1>().grad, p.w),
+                              opt.update(gv.template get<2>().grad, p.c));
+    tf::session s;
+    const std::vector<double> e0 = values_of(f.e);
+    for (int k = 0; k < 3; ++k) {
+        s.run(fused);
+        s.run(separate);
+        CHECK(values_of(f.e) == values_of(p.e));
+        CHECK(values_of(f.w) == values_of(p.w));
+        CHECK(values_of(f.c) == values_of(p.c));
+    }
+    // LazyAdam: the rows the batch does not read stay as they were
+    const std::vector<double> e3 = values_of(f.e);
+    for (std::size_t r : {1u, 2u, 4u})
+        for (std::size_t j = 0; j < 2; ++j) CHECK(e3[r * 2 + j] == e0[r * 2 + j]);
+    CHECK(e3[0] != e0[0]);
+    CHECK(e3[6] != e0[6]);
+}
+
+TEST_CASE("train: variables of two dtypes: one node for the first dtype's, one for each other variable", "[train]") {
     tf::variable<"w64", double, tf::shape<3>> w64{tf::init::ones{}};
     tf::variable<"w32", float, tf::shape<2>> w32{tf::init::ones{}};
     auto loss = tf::sum(tf::square(w64 - 3.0)) + tf::cast<double>(tf::sum(tf::square(w32 + 2.0f)));

@@ -247,16 +247,48 @@ template <class Opt, class G, class V>
 inline constexpr bool by_rows_v = Opt::sparse_rows && sparse_v<G, V>;
 template <class T, class D, class V>
 inline constexpr bool same_kind_v = std::is_same_v<value_type_t<V>, T> && std::is_same_v<device_t<V>, D>;
-/// Whether one apply_dense node can update the pairs P... (all dense, one dtype and device).
+/// Which of the pairs P... one apply_dense node updates: the dense ones of
+/// the first dense pair's dtype and device (`fused`, in order); the others
+/// (`rest`: sparse gradients, other dtypes or devices) get a node each.
 template <class Opt, class... P>
-inline constexpr bool fusable_v = [] {
-    if constexpr (!rule_optimizer<Opt> || sizeof...(P) == 0) return false;
-    else {
-        using V0 = meta::remove_cvref_t<decltype(meta::at_t<0, P...>::var)>;
-        return ((!by_rows_v<Opt, decltype(P::grad), decltype(P::var)> &&
-                 same_kind_v<value_type_t<V0>, device_t<V0>, decltype(P::var)>) && ...);
+struct fuse_plan {
+    static constexpr std::size_t n = sizeof...(P);
+    static constexpr std::array<bool, n> dense = {!by_rows_v<Opt, decltype(P::grad), decltype(P::var)>...};
+    static constexpr std::size_t first = [] {
+        std::size_t k = 0;
+        while (k < n && !dense[k]) ++k;
+        return k;
+    }();
+    static constexpr std::array<bool, n> in = [] {
+        if constexpr (first == n) return std::array<bool, n>{};
+        else {
+            using V0 = meta::remove_cvref_t<decltype(meta::at_t<first, P...>::var)>;
+            std::array<bool, n> r = {same_kind_v<value_type_t<V0>, device_t<V0>, decltype(P::var)>...};
+            for (std::size_t k = 0; k < n; ++k) r[k] = r[k] && dense[k];
+            return r;
+        }
+    }();
+    static constexpr std::size_t fused = [] {
+        std::size_t c = 0;
+        for (bool b : in) c += b;
+        return c;
+    }();
+    template <bool In, std::size_t C>
+    static constexpr std::array<std::size_t, C> positions() {
+        std::array<std::size_t, C> r{};
+        for (std::size_t k = 0, j = 0; k < n; ++k)
+            if (in[k] == In) r[j++] = k;
+        return r;
     }
-}();
+    static constexpr auto fused_at = positions<true, fused>();
+    static constexpr auto rest_at = positions<false, n - fused>();
+};
+/// How many of the pairs P... optimizer Opt updates through one node (0: none, or not a rule optimizer).
+template <class Opt, class... P>
+constexpr std::size_t fused_count() {
+    if constexpr (rule_optimizer<Opt>) return fuse_plan<Opt, P...>::fused;
+    else return 0;
+}
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -300,8 +332,13 @@ public:
             return detail::no_update();
         } else if constexpr (sizeof...(P) + sizeof...(Step) == 0) {
             return detail::no_update();  // after compute_gradients reported an error
-        } else if constexpr (detail::fusable_v<Derived, P...>) {
-            return group(update_all(gv), assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
+        } else if constexpr (detail::fused_count<Derived, P...>() > 0) {
+            using F = detail::fuse_plan<Derived, P...>;
+            return [&]<std::size_t... A, std::size_t... B>(std::index_sequence<A...>, std::index_sequence<B...>) {
+                return group(update_all(grads_and_vars<meta::at_t<F::fused_at[A], P...>...>(gv.template get<F::fused_at[A]>()...)),
+                             self().update(gv.template get<F::rest_at[B]>().grad, gv.template get<F::rest_at[B]>().var)...,
+                             assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
+            }(std::make_index_sequence<F::fused>{}, std::make_index_sequence<F::n - F::fused>{});
         } else return [&]<std::size_t... K>(std::index_sequence<K...>) {
             return group(self().update(gv.template get<K>().grad, gv.template get<K>().var)...,
                          assign_add(step.var, value_type_t<decltype(step.var)>(1))...);
@@ -335,7 +372,7 @@ public:
     template <class G, class V>
         requires detail::rule_optimizer<Derived>
     auto update(const G& g, const V& v) const {
-        using Rule = typename Derived::rule;
+        using Rule = typename Derived::rule::type;  // not via Derived (nvcc's host stubs spell kernel arguments as written)
         using T = value_type_t<V>;
         using D = device_t<V>;
         static_assert(Rule::counters <= 1);
@@ -363,7 +400,7 @@ private:
     // The update of every pair of gv (dense, one dtype and device): one apply_dense node.
     template <class... P>
     auto update_all(const grads_and_vars<P...>& gv) const {
-        using Rule = typename Derived::rule;
+        using Rule = typename Derived::rule::type;  // not via Derived (nvcc's host stubs spell kernel arguments as written)
         constexpr std::size_t N = sizeof...(P), G = 1 + Rule::slots + Rule::counters;
         using V0 = meta::remove_cvref_t<decltype(meta::at_t<0, P...>::var)>;
         using T = value_type_t<V0>;

@@ -43,6 +43,7 @@ namespace typeflow {
 namespace update_rule {
 /// var -= lr g. h: lr.
 struct sgd {
+    using type = sgd;  // the rule itself, spelled without the alias a caller reached it by
     static constexpr std::string_view name = "apply_sgd", sparse_name = "sparse_apply_sgd";
     static constexpr std::size_t slots = 0, counters = 0, hypers = 1;
     template <class T>
@@ -53,6 +54,7 @@ struct sgd {
 /// a = mu a + g; var -= lr (ca a + cg g): ca = 1, cg = 0 for plain momentum,
 /// ca = mu, cg = 1 for Nesterov's. Slot: a. h: lr, mu, ca, cg.
 struct momentum {
+    using type = momentum;  // the rule itself, spelled without the alias a caller reached it by
     static constexpr std::string_view name = "apply_momentum", sparse_name = "sparse_apply_momentum";
     static constexpr std::size_t slots = 1, counters = 0, hypers = 4;
     template <class T>
@@ -68,6 +70,7 @@ struct momentum {
 };
 /// acc += g^2; var -= lr g / sqrt(acc). Slot: acc. h: lr.
 struct adagrad {
+    using type = adagrad;  // the rule itself, spelled without the alias a caller reached it by
     static constexpr std::string_view name = "apply_adagrad", sparse_name = "sparse_apply_adagrad";
     static constexpr std::size_t slots = 1, counters = 0, hypers = 1;
     template <class T>
@@ -89,6 +92,7 @@ struct adagrad {
 /// h: lr, b1, b2, eps, wd, 1 - b1, 1 - b2 (the last two rounded once from
 /// double, as Keras computes them), then t.
 struct adam {
+    using type = adam;  // the rule itself, spelled without the alias a caller reached it by
     static constexpr std::string_view name = "apply_adam", sparse_name = "sparse_apply_lazy_adam";
     static constexpr std::size_t slots = 2, counters = 1, hypers = 7;
     template <class T>
@@ -112,6 +116,7 @@ struct adam {
 /// mom = momentum mom + lr g / sqrt(ms + eps); var -= mom.
 /// Slots: ms, mom. h: lr, rho, momentum, eps, 1 - rho.
 struct rmsprop {
+    using type = rmsprop;  // the rule itself, spelled without the alias a caller reached it by
     static constexpr std::string_view name = "apply_rmsprop", sparse_name = "sparse_apply_rmsprop";
     static constexpr std::size_t slots = 2, counters = 0, hypers = 5;
     template <class T>
