@@ -392,6 +392,15 @@ TEST_CASE("train: apply_dense refuses a slot or gradient of another shape than t
     for (tf::index_t i = 0; i < 4; ++i) CHECK(w.value()[i] == 1.0);
     for (tf::index_t i = 0; i < 4; ++i) CHECK(acc.value()[i] == 1.0);
     for (tf::index_t i = 0; i < 3; ++i) CHECK(short_acc.value()[i] == 1.0);
+    // a node of two variables: the second's gradient of another shape; neither variable is written
+    tf::variable<"x2", double, tf::shape<3>> x2{tf::init::ones{}};
+    tf::non_trainable_variable<"x2/acc", double, tf::shape<3>> x2acc{tf::init::ones{}};
+    using adagrad2 = tf::op::apply_dense<tf::update_rule::adagrad, 2>;
+    CHECK_THROWS_WITH(s.run(tf::group(tf::make_node<adagrad2>(w, acc, x2, x2acc, tf::scalar<double>(0.1), w * 2.0, w * 2.0))),
+                      Catch::Contains("apply_adagrad: the gradient's shape [4]") && Catch::Contains("variable's [3]"));
+    for (tf::index_t i = 0; i < 4; ++i) CHECK(w.value()[i] == 1.0);
+    for (tf::index_t i = 0; i < 4; ++i) CHECK(acc.value()[i] == 1.0);
+    for (tf::index_t i = 0; i < 3; ++i) CHECK((x2.value()[i] == 1.0 && x2acc.value()[i] == 1.0));
     // the session stays usable: the same op with matching shapes updates both
     s.run(tf::group(tf::make_node<adagrad>(w, acc, tf::scalar<double>(0.1), w * 2.0)));
     CHECK(acc.value()[0] == 5.0);                                     // 1 + 2^2

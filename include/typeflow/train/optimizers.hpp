@@ -379,8 +379,7 @@ public:
         const auto c = self().constants();
         return [&]<std::size_t... S, std::size_t... H>(std::index_sequence<S...>, std::index_sequence<H...>) {
             if constexpr (!detail::by_rows_v<Derived, G, V>) {
-                return make_node<op::apply_dense<Rule>>(v, self().template state<S>(v)..., self().template rate<T, D>(),
-                                                        scalar<T, D>(static_cast<T>(c[H]))..., g);
+                return update_all(grads_and_vars<grad_and_var<G, V>>(grad_and_var<G, V>{g, v}));  // a node of one variable
             } else if constexpr (Rule::counters == 0) {
                 return detail::sparse_update<Rule>(g, v, self().template state<S>(v)..., self().template rate<T, D>(),
                                                    scalar<T, D>(static_cast<T>(c[H]))...);
@@ -390,8 +389,7 @@ public:
                              detail::sparse_update<Rule>(g, v, self().template state<S>(v)..., self().template rate<T, D>(),
                                                          scalar<T, D>(static_cast<T>(c[H]))..., t));
             }
-        }(std::make_index_sequence<Rule::slots + (detail::by_rows_v<Derived, G, V> ? 0 : Rule::counters)>{},
-          std::make_index_sequence<Rule::hypers - 1>{});
+        }(std::make_index_sequence<Rule::slots>{}, std::make_index_sequence<Rule::hypers - 1>{});
     }
 
 private:
